@@ -1,0 +1,96 @@
+"""The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pebench.errors import PebenchError
+
+
+def _list(args: argparse.Namespace) -> int:
+    from pebench import encodings, tasks
+
+    if args.what == "encodings":
+        rows = encodings.describe()
+        width = max(len(n) for n, _, _ in rows)
+        for name, desc, paper in rows:
+            print(f"{name:<{width}}  {desc}  [{paper}]")
+    else:
+        names = tasks.available()
+        width = max(len(n) for n in names)
+        for name in names:
+            t = tasks.build(name)
+            print(
+                f"{name:<{width}}  train {t.train_length}, eval quick {t.eval_lengths('quick')} "
+                f"full {t.eval_lengths('full')}, {t.metric} ({'higher' if t.higher_is_better else 'lower'} is "
+                f"better), chance {t.chance_level:.3g}  -- {t.description}"
+            )
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from pebench.bench import main as bench_main
+
+    return bench_main(args)
+
+
+def _results(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from pebench.results import load
+
+    df = load(args.db, args.run)
+    if df.empty:
+        print("no results")
+        return 0
+    cols = ["run_id", "case_id", "seed", "status", "score", "loss", "sequence_accuracy", "chance_level",
+            "train_time_s"]  # fmt: skip
+    with pd.option_context("display.max_rows", None, "display.width", 200):
+        print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pebench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list encodings or tasks")
+    p.add_argument("what", choices=["encodings", "tasks"])
+    p.set_defaults(func=_list)
+
+    p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
+    p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=64)
+    p.add_argument("--encoding", default="rope", help="encoding of the pebench model (default rope, as LLaMA)")
+    p.add_argument("--steps", type=int, default=10, help="timed steps per measurement (default 10)")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=3, help="alternating repeats; the best of each is reported")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--quick-tier", action="store_true", help="also time the quick tier of the whole suite")
+    p.set_defaults(func=_bench)
+
+    p = sub.add_parser("results", help="print the results stored in a database")
+    p.add_argument("--db", default="sqlite:///results.db")
+    p.add_argument("--run", default=None, help="run id, latest or previous (default: all)")
+    p.set_defaults(func=_results)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except PebenchError as err:
+        print(f"pebench: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""Positional encodings. Each family lives in its own module; importing it registers it.
+
+Adding an encoding: write ``pebench/encodings/<name>.py`` with a :class:`PositionalEncoding` subclass decorated with
+:func:`register`, and add the module to the import list below (the registry entry).
+"""
+
+from pebench.encodings import alibi, learned, nope, rope, sinusoidal  # noqa: F401  (registry entries)
+from pebench.encodings.base import EncodingContext, PositionalEncoding
+from pebench.encodings.registry import available, build, describe, get, register
+
+__all__ = ["EncodingContext", "PositionalEncoding", "available", "build", "describe", "get", "register"]

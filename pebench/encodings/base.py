@@ -1,0 +1,105 @@
+"""The hook points through which any positional encoding plugs into the model.
+
+The model calls these hooks and never looks at an encoding's name:
+
+* :meth:`PositionalEncoding.embed` -- a vector added to the token embeddings (absolute encodings);
+* :meth:`PositionalEncoding.transform_qk` -- a transform of queries and keys given positions (rotary family); it may
+  change their width (report it in :attr:`PositionalEncoding.qk_dim`);
+* :meth:`PositionalEncoding.attn_bias` -- an additive bias on the attention scores, per head, from positions and,
+  for content-dependent encodings, the (transformed) queries and keys;
+* :meth:`PositionalEncoding.on_step` -- the training step, for schedules;
+* :meth:`PositionalEncoding.configure_eval` -- the training and evaluation lengths before an evaluation, for
+  encodings that adapt at inference time;
+* :meth:`PositionalEncoding.train_positions` -- the positions used for a training batch.
+
+Shapes: ``positions`` is ``(T,)`` (shared by the batch) or ``(B, T)``; ``q`` and ``k`` are ``(B, H, T, head_dim)``.
+A bias is ``(H, T, T)`` when positions are shared, so it is never materialised per batch element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from pebench.options import Option, resolve
+
+
+@dataclass(frozen=True)
+class EncodingContext:
+    """What an encoding may know about the model hosting it."""
+
+    d_model: int
+    n_heads: int
+    n_layers: int
+    max_len: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+class PositionalEncoding(nn.Module):
+    """Base class: every hook is a no-op, so an encoding overrides only the hooks it uses."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    description: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    options: ClassVar[dict[str, Option]] = {}
+
+    def __init__(self, ctx: EncodingContext, **options: Any) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.opts: dict[str, Any] = resolve(f"encoding {self.name}", self.options, options)
+
+    # -- hooks -------------------------------------------------------------------------------------------------
+    @property
+    def qk_dim(self) -> int:
+        """Width of q and k after :meth:`transform_qk` (the value width stays ``head_dim``)."""
+        return self.ctx.head_dim
+
+    @property
+    def attn_scale(self) -> float:
+        """Scale of the attention logits q·k (default 1/sqrt(head_dim))."""
+        return self.ctx.head_dim**-0.5
+
+    def embed(self, positions: Tensor) -> Tensor | None:
+        """Vector added to token embeddings: ``(T, d_model)`` or ``(B, T, d_model)``; None for no addition."""
+        return None
+
+    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        """Return transformed (q, k) of shape ``(B, H, T, qk_dim)``."""
+        return q, k
+
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
+        """Additive bias on the scaled scores, ``(H, T, T)`` or ``(B, H, T, T)``; None for no bias."""
+        return None
+
+    def on_step(self, step: int, total_steps: int) -> None:
+        """Called by the trainer before each optimisation step (``0 <= step < total_steps``)."""
+
+    def configure_eval(self, train_length: int, eval_length: int) -> None:
+        """Called before evaluating at ``eval_length`` a model trained at ``train_length``."""
+
+    def train_positions(self, batch_size: int, length: int, generator: torch.Generator | None) -> Tensor:
+        """Positions for one training batch; default ``0..length-1`` shared by the batch."""
+        return torch.arange(length)
+
+    def extra_config(self) -> dict[str, Any]:
+        """Anything beyond the options that identifies this encoding's configuration (stored with results)."""
+        return {}
+
+
+def expand_positions(positions: Tensor) -> Tensor:
+    """Positions as ``(B or 1, T)``."""
+    return positions if positions.dim() == 2 else positions.unsqueeze(0)
+
+
+def relative_distances(positions: Tensor) -> Tensor:
+    """``i - j`` for query position i and key position j: ``(T, T)`` or ``(B, 1, T, T)`` for per-sample positions."""
+    if positions.dim() == 1:
+        return positions[:, None] - positions[None, :]
+    return (positions[:, :, None] - positions[:, None, :]).unsqueeze(1)

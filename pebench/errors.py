@@ -1,0 +1,34 @@
+"""Errors a user can cause, each with a one-line message that names the valid choices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class PebenchError(Exception):
+    """Base class of every error caused by bad input (names, lengths, options, database URLs)."""
+
+
+class UnknownNameError(PebenchError, KeyError):
+    """An encoding, task or other registered name that does not exist."""
+
+    def __init__(self, kind: str, name: str, valid: Iterable[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.valid = sorted(valid)
+        super().__init__(f"unknown {kind} {name!r}; valid {kind}s: {', '.join(self.valid)}")
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0])
+
+
+class OptionError(PebenchError, ValueError):
+    """An option an encoding or task does not take, or a value outside its valid range."""
+
+
+class LengthError(PebenchError, ValueError):
+    """A sequence length a task cannot produce."""
+
+
+class DatabaseError(PebenchError):
+    """A results database URL that cannot be opened or is not a database."""

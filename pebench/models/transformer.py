@@ -1,0 +1,211 @@
+"""A small LLaMA-style decoder-only transformer that hosts any positional encoding through hook points.
+
+Token embedding -> N x [RMSNorm -> causal multi-head attention -> residual, RMSNorm -> SwiGLU -> residual] ->
+RMSNorm -> LM head (Touvron et al., "LLaMA", arXiv:2302.13971; RMSNorm: Zhang & Sennrich 2019; SwiGLU: Shazeer 2020).
+Attention runs through :func:`torch.nn.functional.scaled_dot_product_attention`. The model never knows which
+encoding it hosts: it only calls the hooks of :class:`pebench.encodings.PositionalEncoding`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from pebench.encodings.base import PositionalEncoding
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes of the transformer. ``ffn_hidden`` 0 means LLaMA's rule: 2/3 of 4·d rounded up to a multiple of 32."""
+
+    vocab_size: int
+    d_model: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    dropout: float = 0.0
+    ffn_hidden: int = 0
+    norm_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"model: {name} must be positive, got {getattr(self, name)}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"model: d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"model: dropout must be in [0, 1), got {self.dropout}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def hidden(self) -> int:
+        if self.ffn_hidden:
+            return self.ffn_hidden
+        return 32 * math.ceil(int(8 * self.d_model / 3) / 32)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x²) + eps) · g (Zhang & Sennrich 2019)."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+
+
+class SwiGLU(nn.Module):
+    """W_down(silu(W_gate x) ⊙ W_up x) (Shazeer 2020, "GLU Variants Improve Transformer")."""
+
+    def __init__(self, d_model: int, hidden: int) -> None:
+        super().__init__()
+        self.gate = nn.Linear(d_model, hidden, bias=False)
+        self.up = nn.Linear(d_model, hidden, bias=False)
+        self.down = nn.Linear(hidden, d_model, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+def causal_mask(length: int, device: torch.device) -> Tensor:
+    """Boolean (T, T) mask, True where query i may attend to key j (j <= i)."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.n_heads, self.head_dim, self.layer = cfg.n_heads, cfg.head_dim, layer
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        self.dropout = cfg.dropout
+
+    def scores_inputs(
+        self, x: Tensor, positions: Tensor, pe: PositionalEncoding
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        """q, k (after the encoding's transform), v, and the float attention mask (None: plain causal)."""
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k = pe.transform_qk(q, k, positions, self.layer)
+        bias = pe.attn_bias(q, k, positions, self.layer)
+        if bias is None:
+            return q, k, v, None
+        mask = bias.to(q.dtype).masked_fill(~causal_mask(t, x.device), float("-inf"))
+        return q, k, v, mask
+
+    def forward(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
+        b, t, d = x.shape
+        q, k, v, mask = self.scores_inputs(x, positions, pe)
+        y = F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=mask,
+            is_causal=mask is None,
+            dropout_p=self.dropout if self.training else 0.0,
+            scale=pe.attn_scale,
+        )
+        return self.out(y.transpose(1, 2).reshape(b, t, d))
+
+    def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
+        """The softmax attention probabilities ``(B, H, T, T)``, computed explicitly (for inspection/plots)."""
+        t = x.shape[1]
+        q, k, _, mask = self.scores_inputs(x, positions, pe)
+        scores = (q.float() @ k.float().transpose(-1, -2)) * pe.attn_scale
+        if mask is None:
+            scores = scores.masked_fill(~causal_mask(t, x.device), float("-inf"))
+        else:
+            scores = scores + mask.float()
+        return scores.softmax(-1)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.attn = Attention(cfg, layer)
+        self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.ffn = SwiGLU(cfg.d_model, cfg.hidden)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
+        x = x + self.drop(self.attn(self.attn_norm(x), positions, pe))
+        return x + self.drop(self.ffn(self.ffn_norm(x)))
+
+
+class Transformer(nn.Module):
+    """Decoder-only LM. ``forward(tokens, positions=None)`` returns logits ``(B, T, vocab)``."""
+
+    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoding = encoding
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        # GPT-2 style scaled init of the residual projections (Radford et al. 2019).
+        for name, p in self.named_parameters():
+            if name.endswith(("attn.out.weight", "ffn.down.weight")):
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layers))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear) or isinstance(module, nn.Embedding) and module.weight.shape[1] > 0:
+            nn.init.normal_(module.weight, std=0.02)
+
+    def _positions(self, tokens: Tensor, positions: Tensor | None) -> Tensor:
+        t = tokens.shape[1]
+        if positions is None:
+            return torch.arange(t, device=tokens.device)
+        positions = positions.to(tokens.device)
+        if positions.shape[-1] != t or positions.dim() not in (1, 2):
+            raise ValueError(f"positions must be (T,) or (B, T) with T={t}, got {tuple(positions.shape)}")
+        return positions
+
+    def hidden_states(self, tokens: Tensor, positions: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Residual stream entering the first block, and the positions used."""
+        positions = self._positions(tokens, positions)
+        x = self.embed(tokens)
+        pos_vec = self.encoding.embed(positions)
+        if pos_vec is not None:
+            x = x + pos_vec.to(x.dtype)
+        return self.drop(x), positions
+
+    def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        x, positions = self.hidden_states(tokens, positions)
+        for block in self.blocks:
+            x = block(x, positions, self.encoding)
+        return self.head(self.norm(x))
+
+    @torch.no_grad()
+    def attention_maps(self, tokens: Tensor, positions: Tensor | None = None, layer: int = -1) -> Tensor:
+        """Attention probabilities ``(B, H, T, T)`` of ``layer`` (default the last)."""
+        x, positions = self.hidden_states(tokens, positions)
+        layer = layer % len(self.blocks)
+        for i, block in enumerate(self.blocks):
+            if i == layer:
+                return block.attn.attention_weights(block.attn_norm(x), positions, self.encoding)
+            x = block(x, positions, self.encoding)
+        raise AssertionError("unreachable")
+
+    def set_step(self, step: int, total_steps: int) -> None:
+        """Tell the encoding the training step (schedules)."""
+        self.encoding.on_step(step, total_steps)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

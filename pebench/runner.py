@@ -1,0 +1,281 @@
+"""Run benchmark cases: build the task and encoding, train (or reuse) the model, evaluate, make the result record.
+
+A model is identified by (encoding, task, seed, configuration). It is trained once and shared by every evaluation
+length of that combination: kept in memory for the session and saved as a checkpoint keyed by a hash of its
+configuration, so a later session (or another xdist worker) loads it instead of training again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pebench import encodings, tasks
+from pebench.device import pick_device
+from pebench.encodings.base import EncodingContext
+from pebench.errors import PebenchError
+from pebench.hashing import config_hash
+from pebench.models import ModelConfig, Transformer
+from pebench.tasks.base import Task
+from pebench.training import TrainConfig, TrainInfo, evaluate, train
+
+DEFAULT_STEPS = 600
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark case: an encoding, a task, an evaluation length and a seed."""
+
+    encoding: str
+    task: str
+    length: int
+    seed: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.encoding}-{self.task}-L{self.length}"
+
+
+@dataclass
+class Settings:
+    """User-facing knobs (the suite's command-line options). ``None`` means the default."""
+
+    steps: int | None = None
+    batch_size: int = 64
+    lr: float = 3e-3
+    d_model: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    dropout: float = 0.0
+    eval_samples: int = 256
+    eval_batch_size: int = 64
+    device: str | None = None
+    cache_dir: Path | None = None
+    progress: bool | None = None
+    encoding_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    task_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def train_config(self, task: Task) -> TrainConfig:
+        steps = self.steps if self.steps is not None else (task.default_steps or DEFAULT_STEPS)
+        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr)
+
+    def model_config(self, task: Task) -> ModelConfig:
+        return ModelConfig(
+            vocab_size=task.vocab_size,
+            d_model=self.d_model,
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            dropout=self.dropout,
+        )
+
+
+@dataclass
+class TrainedModel:
+    model: Transformer
+    info: TrainInfo
+    reused: bool
+
+
+def _source_files(*modules: Any) -> Iterable[Path]:
+    for mod in modules:
+        path = Path(mod.__file__)
+        if path.name == "__init__.py":
+            yield from sorted(path.parent.glob("*.py"))
+        else:
+            yield path
+
+
+def code_version(encoding_cls: type, task_cls: type) -> str:
+    """Hash of the source that affects training: model, trainer, the bases, this encoding's and this task's modules."""
+    import inspect
+
+    from pebench import models, training
+    from pebench.encodings import base as enc_base
+    from pebench.tasks import base as task_base
+
+    h = hashlib.sha256()
+    files = [*_source_files(models, training, enc_base, task_base)]
+    for cls in (encoding_cls, task_cls):
+        for klass in cls.__mro__:
+            mod = inspect.getmodule(klass)
+            if mod is not None and getattr(mod, "__file__", None) and mod.__name__.startswith("pebench."):
+                files.append(Path(mod.__file__))
+    for path in sorted(set(files)):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class Runner:
+    """Runs cases with the given settings; caches trained models in memory and on disk."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.device = pick_device(settings.device)
+        self.progress_context = progress_context
+        self._models: dict[str, TrainedModel] = {}
+        self._tasks: dict[str, Task] = {}
+
+    # -- building ----------------------------------------------------------------------------------------------
+    def task(self, name: str) -> Task:
+        if name not in self._tasks:
+            self._tasks[name] = tasks.build(name, self.settings.task_options.get(name))
+        return self._tasks[name]
+
+    def encoding_context(self, task: Task) -> EncodingContext:
+        s = self.settings
+        return EncodingContext(d_model=s.d_model, n_heads=s.n_heads, n_layers=s.n_layers, max_len=task.max_length())
+
+    def describe(self, case: Case) -> dict[str, Any]:
+        """The full configuration of ``case`` (without seed and length) -- stored with the result and hashed."""
+        task = self.task(case.task)
+        enc_cls = encodings.get(case.encoding)
+        ctx = self.encoding_context(task)
+        probe = enc_cls(ctx, **self.settings.encoding_options.get(case.encoding, {}))
+        return {
+            "encoding": {
+                "name": case.encoding,
+                "version": enc_cls.version,
+                "options": probe.opts,
+                **probe.extra_config(),
+            },
+            "task": task.config(),
+            "model": self.settings.model_config(task).to_dict(),
+            "max_len": ctx.max_len,
+            "train": self.settings.train_config(task).to_dict(),
+            "eval": {"samples": self.settings.eval_samples},
+        }
+
+    def checkpoint_path(self, case: Case, key: str) -> Path | None:
+        if self.settings.cache_dir is None:
+            return None
+        return Path(self.settings.cache_dir) / f"{case.encoding}-{case.task}-s{case.seed}-{key}.pt"
+
+    def model_for(self, case: Case, config: dict[str, Any]) -> TrainedModel:
+        """The trained model of (encoding, task, seed, config): from memory, from a checkpoint, or trained now."""
+        key = config_hash({k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed})
+        if key in self._models:
+            return replace(self._models[key], reused=True)
+        task = self.task(case.task)
+        torch.manual_seed(case.seed)
+        encoding = encodings.build(
+            case.encoding, self.encoding_context(task), self.settings.encoding_options.get(case.encoding)
+        )
+        model = Transformer(self.settings.model_config(task), encoding)
+        path = self.checkpoint_path(case, key)
+        trained: TrainedModel | None = None
+        if path is not None and path.exists():
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=True)
+                model.load_state_dict(state["model"])
+                trained = TrainedModel(model.to(self.device).eval(), TrainInfo(**state["info"]), reused=True)
+            except Exception:  # a corrupt or incompatible checkpoint is retrained, not trusted
+                trained = None
+        if trained is None:
+            info = train(
+                model,
+                task,
+                self.settings.train_config(task),
+                seed=case.seed,
+                device=self.device,
+                progress=self.settings.progress,
+                progress_context=self.progress_context,
+                description=f"{case.encoding}-{case.task}-s{case.seed}",
+            )
+            trained = TrainedModel(model, info, reused=False)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".tmp{os.getpid()}")
+                torch.save({"model": model.state_dict(), "info": info.to_dict(), "config": config}, tmp)
+                os.replace(tmp, path)
+        self._models[key] = trained
+        return trained
+
+    # -- running -----------------------------------------------------------------------------------------------
+    def run(self, case: Case) -> dict[str, Any]:
+        """Train (or reuse) and evaluate ``case``; never raises for a training failure -- the record says so."""
+        task = self.task(case.task)
+        task.check_length(case.length)
+        enc_cls = encodings.get(case.encoding)
+        config = self.describe(case)
+        record: dict[str, Any] = {
+            "case_id": case.id,
+            "encoding": case.encoding,
+            "encoding_version": enc_cls.version,
+            "task": case.task,
+            "task_version": task.version,
+            "train_length": task.train_length,
+            "eval_length": case.length,
+            "seed": case.seed,
+            "config": config,
+            "config_hash": config_hash(config),
+            "code_version": code_version(enc_cls, type(task)),
+            "metric": task.metric,
+            "higher_is_better": task.higher_is_better,
+            "chance_level": task.chance_level,
+            "status": "ok",
+            "message": "",
+            "metrics": {},
+        }
+        try:
+            trained = self.model_for(case, config)
+            info = trained.info
+            record.update(
+                train_steps=info.steps,
+                train_time_s=info.wall_time_s,
+                tokens_per_s=info.tokens_per_s,
+                final_train_loss=info.final_loss if math.isfinite(info.final_loss) else None,
+                model_reused=trained.reused,
+                curve=info.curve,
+            )
+            if info.status != "ok":
+                record.update(status=info.status, message=info.message)
+                return record
+            start = time.perf_counter()
+            splits = {
+                split: evaluate(
+                    trained.model,
+                    task,
+                    case.length,
+                    split,
+                    self.settings.eval_samples,
+                    case.seed,
+                    self.device,
+                    self.settings.eval_batch_size,
+                )
+                for split in task.eval_splits
+            }
+            record["eval_time_s"] = time.perf_counter() - start
+            main = splits[task.eval_splits[0]]
+            record.update(
+                loss=main["loss"],
+                token_accuracy=main["token_accuracy"],
+                sequence_accuracy=main["sequence_accuracy"],
+                score=main["perplexity"] if task.metric == "perplexity" else main["token_accuracy"],
+                metrics={"splits": splits},
+            )
+            if not math.isfinite(main["loss"]):
+                record.update(status="diverged", message=f"non-finite evaluation loss at length {case.length}")
+        except PebenchError:
+            raise
+        except Exception as err:  # recorded, then reported as a failed case by the suite
+            record.update(
+                status="error",
+                message=f"{type(err).__name__}: {err}",
+                metrics={"traceback": traceback.format_exc(limit=20)},
+            )
+        return record

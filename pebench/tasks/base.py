@@ -1,0 +1,114 @@
+"""What every task declares and how it produces batches.
+
+A task generates ``(inputs, targets)`` from a :class:`torch.Generator`; targets hold :data:`IGNORE` where a position
+is not scored. It declares its vocabulary size, training length, evaluation lengths per tier, metric (name and
+direction), chance level and a version string (bump it whenever the generator changes so old results are not mixed
+with new ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from pebench.errors import LengthError
+from pebench.options import Option, resolve
+
+IGNORE = -100
+"""Target value of unscored positions (the default ``ignore_index`` of :func:`torch.nn.functional.cross_entropy`)."""
+
+TIERS = ("quick", "full")
+
+
+@dataclass
+class Batch:
+    """``inputs`` and ``targets`` are ``(B, T)`` int64 tensors; ``positions`` overrides 0..T-1 when set."""
+
+    inputs: Tensor
+    targets: Tensor
+    positions: Tensor | None = None
+
+    def to(self, device: torch.device | str) -> Batch:
+        pos = None if self.positions is None else self.positions.to(device)
+        return Batch(self.inputs.to(device), self.targets.to(device), pos)
+
+
+class Task:
+    """Base class of every task. Subclasses set the class attributes and implement :meth:`sample`."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    description: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    options: ClassVar[dict[str, Option]] = {}
+    metric: ClassVar[str] = "accuracy"
+    higher_is_better: ClassVar[bool] = True
+    eval_splits: ClassVar[tuple[str, ...]] = ("test",)
+    """Evaluation splits; the first is the primary one whose metrics fill a result's main columns."""
+
+    train_length: int = 64
+    """Length of training sequences (set per instance from options by tasks that make it configurable)."""
+
+    min_length: int = 2
+    """Shortest sequence the task can produce."""
+
+    default_steps: ClassVar[int | None] = None
+    """Training steps this task needs at the default model when the user gives no ``--steps`` (None: global)."""
+
+    def __init__(self, **options: Any) -> None:
+        self.opts: dict[str, Any] = resolve(f"task {self.name}", self.options, options)
+
+    # -- declarations ------------------------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def chance_level(self) -> float:
+        """Expected score of a predictor that ignores the input (uniform over the possible answers)."""
+        raise NotImplementedError
+
+    def eval_lengths(self, tier: str = "quick") -> list[int]:
+        """Quick tier: the training length, 2x and 4x. Full tier adds 8x and 16x."""
+        check_tier(tier)
+        factors = (1, 2, 4) if tier == "quick" else (1, 2, 4, 8, 16)
+        return [self.train_length * f for f in factors]
+
+    def max_length(self) -> int:
+        """Longest length any tier evaluates (absolute tables are sized for it)."""
+        return max(max(self.eval_lengths(t)) for t in TIERS)
+
+    def check_length(self, length: int) -> None:
+        """Raise :class:`LengthError` when the task cannot produce sequences of ``length``."""
+        if not isinstance(length, int) or isinstance(length, bool):
+            raise LengthError(f"task {self.name}: length must be an integer, got {length!r}")
+        if length < self.min_length:
+            raise LengthError(
+                f"task {self.name}: length {length} is too short; valid lengths: >= {self.min_length}"
+            )
+
+    def config(self) -> dict[str, Any]:
+        """Everything that identifies this task's data (stored with results and hashed)."""
+        return {"name": self.name, "version": self.version, "options": dict(self.opts)}
+
+    # -- data --------------------------------------------------------------------------------------------------
+    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
+        """A batch of ``batch_size`` sequences of ``length`` tokens. ``split`` is "train" or an eval split."""
+        raise NotImplementedError
+
+    def sample_train(self, batch_size: int, generator: torch.Generator) -> Batch:
+        """A training batch (default: ``sample`` at the training length)."""
+        return self.sample(batch_size, self.train_length, generator, "train")
+
+    def check_split(self, split: str) -> None:
+        if split != "train" and split not in self.eval_splits:
+            valid = ", ".join(("train", *self.eval_splits))
+            raise ValueError(f"task {self.name}: unknown split {split!r}; valid splits: {valid}")
+
+
+def check_tier(tier: str) -> None:
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; valid tiers: {', '.join(TIERS)}")
