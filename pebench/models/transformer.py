@@ -173,8 +173,14 @@ class Transformer(nn.Module):
         if positions is None:
             return torch.arange(t, device=tokens.device)
         positions = positions.to(tokens.device)
-        if positions.shape[-1] != t or positions.dim() not in (1, 2):
-            raise ValueError(f"positions must be (T,) or (B, T) with T={t}, got {tuple(positions.shape)}")
+        if (
+            positions.dim() not in (1, 2)
+            or positions.shape[-1] != t
+            or (positions.dim() == 2 and positions.shape[0] != tokens.shape[0])
+        ):
+            raise ValueError(
+                f"positions must be (T,) or (B, T) with B={tokens.shape[0]}, T={t}, got {tuple(positions.shape)}"
+            )
         return positions
 
     def hidden_states(self, tokens: Tensor, positions: Tensor | None = None) -> tuple[Tensor, Tensor]:

@@ -1,0 +1,72 @@
+"""Modular running sum: predict the sum of every earlier token modulo ``m``.
+
+Source: the positional-encoding Streamlit study this project grew out of. The task is the running (prefix) form of
+the modular-arithmetic / parity family of length-generalisation probes (parity is the case ``m = 2``; cf. Delétang
+et al., "Neural Networks and the Chomsky Hierarchy", ICLR 2023, arXiv:2207.02098).
+
+Definition. Tokens ``x_0 .. x_{T-1}`` are i.i.d. uniform over ``0 .. n_tokens - 1`` (default 20). The target at every
+position ``t`` is the sum of all *previous* tokens,
+
+    y_t = (x_0 + x_1 + ... + x_{t-1}) mod m,      m = modulus (default 10),
+
+so ``y_0 = 0`` (the empty sum). Every position is scored. Example: inputs ``[3, 1, 4]`` -> targets ``[0, 3, 4]``.
+
+Chance level is ``1 / m`` (a predictor uniform over the ``m`` residues). The vocabulary is the ``n_tokens`` input
+tokens; the residues ``0 .. m - 1`` reuse the first ``m`` of them, hence ``m <= n_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from pebench.errors import OptionError
+from pebench.options import Option
+from pebench.tasks.base import Batch, Task
+from pebench.tasks.registry import register
+
+
+def running_sum_targets(inputs: Tensor, modulus: int) -> Tensor:
+    """``y_t = (x_0 + ... + x_{t-1}) mod modulus`` along the last dimension (``y_0 = 0``)."""
+    inclusive = torch.cumsum(inputs.remainder(modulus), dim=-1).remainder(modulus)
+    exclusive = torch.zeros_like(inclusive)
+    exclusive[..., 1:] = inclusive[..., :-1]
+    return exclusive
+
+
+@register
+class ModularSum(Task):
+    name = "modular_sum"
+    version = "1"
+    description = "predict the running sum of all earlier tokens modulo m (10), at every position"
+    paper = "positional-encoding Streamlit study; cf. Delétang et al. 2023, arXiv:2207.02098"
+    options = {
+        "n_tokens": Option(20, "number of input tokens (the vocabulary)", type=int, low=2, high=100_000),
+        "modulus": Option(10, "modulus m of the running sum (at most n_tokens)", type=int, low=2, high=100_000),
+    }
+    train_length = 64
+    min_length = 2
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if self.opts["modulus"] > self.opts["n_tokens"]:
+            raise OptionError(
+                f"task {self.name}: option modulus={self.opts['modulus']} is out of range; "
+                f"valid: int in [2, n_tokens={self.opts['n_tokens']}]"
+            )
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.opts["n_tokens"])
+
+    @property
+    def chance_level(self) -> float:
+        return 1.0 / self.opts["modulus"]
+
+    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
+        self.check_length(length)
+        self.check_split(split)
+        inputs = torch.randint(0, self.opts["n_tokens"], (batch_size, length), generator=generator)
+        return Batch(inputs, running_sum_targets(inputs, self.opts["modulus"]))

@@ -1,0 +1,119 @@
+"""The results store: schema, atomic writes, provenance, bad URLs, load()."""
+
+import sqlite3
+
+import pytest
+
+from pebench import db
+from pebench.errors import DatabaseError
+from pebench.results import load
+
+RECORD = {
+    "case_id": "rope-k_back-L64",
+    "encoding": "rope",
+    "encoding_version": "1",
+    "task": "k_back",
+    "task_version": "1",
+    "train_length": 64,
+    "eval_length": 64,
+    "seed": 0,
+    "config": {"model": {"d_model": 8}},
+    "config_hash": "abc",
+    "status": "ok",
+    "score": 0.5,
+    "token_accuracy": 0.5,
+    "curve": [{"step": 1, "loss": 2.0, "accuracy": 0.1}, {"step": 2, "loss": 1.0, "accuracy": 0.4}],
+}
+
+RUN = {
+    "package_version": "0",
+    "torch_version": "t",
+    "python_version": "3",
+    "device": "cpu",
+    "host": "h",
+    "git_commit": "deadbeef",
+    "git_dirty": True,
+}
+
+
+def test_write_and_load_roundtrip(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    engine = db.open_db(url)
+    run_id = db.start_run(engine, RUN)
+    rid = db.add_result(engine, run_id, RECORD)
+    db.finish_run(engine, run_id, "finished")
+    df = load(url)
+    assert len(df) == 1
+    row = df.iloc[0]
+    assert row["id"] == rid and row["run_id"] == run_id
+    assert row["case_id"] == "rope-k_back-L64" and row["score"] == 0.5
+    assert row["config"] == {"model": {"d_model": 8}}
+    assert row["run_git_commit"] == "deadbeef" and bool(row["run_git_dirty"]) is True
+    assert row["run_status"] == "finished"
+    con = sqlite3.connect(tmp_path / "r.db")
+    assert con.execute("select step, loss from curve_points order by step").fetchall() == [(1, 2.0), (2, 1.0)]
+    assert con.execute("pragma journal_mode").fetchone()[0] == "wal"
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    engine = db.open_db(f"sqlite:///{tmp_path / 'r.db'}")
+    run_id = db.start_run(engine, RUN)
+    bad = dict(RECORD, curve=[{"step": 1, "loss": 1.0}, {"loss": 2.0}])  # second point has no step
+    with pytest.raises(KeyError):
+        db.add_result(engine, run_id, bad)
+    con = sqlite3.connect(tmp_path / "r.db")
+    assert con.execute("select count(*) from results").fetchone()[0] == 0
+    assert con.execute("select count(*) from curve_points").fetchone()[0] == 0
+
+
+def test_second_run_does_not_touch_first(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    engine = db.open_db(url)
+    first = db.start_run(engine, RUN)
+    db.add_result(engine, first, RECORD)
+    second = db.start_run(engine, RUN)
+    db.add_result(engine, second, dict(RECORD, score=0.9))
+    df = load(url)
+    assert sorted(df["run_id"]) == [first, second]
+    assert df.set_index("run_id").loc[first, "score"] == 0.5
+    assert len(load(url, run="latest")) == 1 and load(url, run="latest").iloc[0]["score"] == 0.9
+    assert load(url, run="previous").iloc[0]["run_id"] == first
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("not a url", "not a database URL"),
+        ("sqlite:////nonexistent-dir-xyz/r.db", "does not exist"),
+        ("nosuchdialect://x/y", "cannot be opened"),
+    ],
+)
+def test_bad_urls(url, fragment):
+    with pytest.raises(DatabaseError, match=fragment):
+        db.open_db(url)
+
+
+def test_file_that_is_not_a_database(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("this is plain text, not SQLite " * 100)
+    with pytest.raises(DatabaseError, match="not a usable database"):
+        db.open_db(f"sqlite:///{path}")
+    assert path.read_text().startswith("this is plain text")
+
+
+def test_unknown_run_ids(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    engine = db.open_db(url)
+    with pytest.raises(DatabaseError, match="no latest run"):
+        db.resolve_run_id(engine, "latest")
+    run_id = db.start_run(engine, RUN)
+    with pytest.raises(DatabaseError, match="unknown run id 99"):
+        db.resolve_run_id(engine, 99)
+    with pytest.raises(DatabaseError, match="not a run id"):
+        db.resolve_run_id(engine, "yesterday")
+    assert db.resolve_run_id(engine, str(run_id)) == run_id
+
+
+def test_load_of_missing_file_is_an_error(tmp_path):
+    with pytest.raises(DatabaseError, match="no such database file"):
+        load(f"sqlite:///{tmp_path / 'missing.db'}")

@@ -1,0 +1,139 @@
+"""The suite end to end, in subprocesses: parametrization, tiers, the database, xdist, bad input, divergence."""
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pebench.results import load
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--d-model", "16", "--layers", "1", "--heads", "2", "--batch-size", "8", "--eval-samples", "8"]
+
+
+def run_suite(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB"}
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", *args]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+def collected_ids(*args: str, tmp_path: Path) -> list[str]:
+    proc = run_suite("--collect-only", "--db", f"sqlite:///{tmp_path / 'c.db'}", *args, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "::test_case[" in line]
+
+
+def test_ids_and_tiers(tmp_path):
+    from pebench import encodings, tasks
+
+    quick = collected_ids(tmp_path=tmp_path)
+    expected = [
+        f"{e}-{t}-L{n}" for e in encodings.available() for t in tasks.available() for n in tasks.build(t).eval_lengths()
+    ]
+    assert quick == expected
+    assert "alibi-k_back-L256" in quick
+    full = collected_ids("--tier", "full", tmp_path=tmp_path)
+    assert set(quick) < set(full)
+    assert collected_ids("-m", "full", tmp_path=tmp_path) == full
+    assert collected_ids("-k", "alibi and k_back", tmp_path=tmp_path) == [
+        "alibi-k_back-L64",
+        "alibi-k_back-L128",
+        "alibi-k_back-L256",
+    ]
+    seeds = collected_ids("--seeds", "2", "-k", "rope and k_back and L64", tmp_path=tmp_path)
+    assert seeds == ["rope-k_back-L64-s0", "rope-k_back-L64-s1"]
+
+
+def test_cases_write_results_and_reuse_the_model(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    args = ["-k", "rope and k_back", "--steps", "3", "--db", url, "--cache-dir", str(tmp_path / "ckpt"), *TINY]
+    proc = run_suite(*args, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 passed" in proc.stdout
+    df = load(url)
+    assert sorted(df["eval_length"]) == [64, 128, 256]
+    assert set(df["status"]) == {"ok"}
+    # one training shared by the three lengths
+    assert sorted(df["model_reused"]) == [False, True, True]
+    assert df["train_steps"].tolist() == [3, 3, 3]
+    assert df["config_hash"].nunique() == 1
+    for col in ("token_accuracy", "sequence_accuracy", "loss", "chance_level", "tokens_per_s", "final_train_loss"):
+        assert df[col].notna().all(), col
+    row = df.iloc[0]
+    assert row["config"]["model"]["d_model"] == 16 and row["config"]["train"]["steps"] == 3
+    assert row["run_torch_version"] and row["run_python_version"] and row["run_device"].startswith("cpu")
+    assert row["run_status"] == "finished" and row["run_options"]["steps"] == 3
+    con = sqlite3.connect(tmp_path / "r.db")
+    assert con.execute("select count(*) from curve_points").fetchone()[0] >= 3
+
+    # a second session: a new run, the first untouched, the model loaded from its checkpoint
+    proc = run_suite(*args, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    df2 = load(url)
+    assert df2["run_id"].nunique() == 2 and len(df2) == 6
+    latest = load(url, run="latest")
+    assert latest["model_reused"].all()
+    first = df2[df2["run_id"] == df2["run_id"].min()]
+    assert first.reset_index(drop=True)[["case_id", "score"]].equals(df[["case_id", "score"]])
+
+
+def test_no_row_lost_with_two_xdist_workers(tmp_path):
+    pytest.importorskip("xdist")
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    proc = run_suite("-n", "2", "-k", "L64", "--steps", "2", "--db", url, "--no-cache", *TINY, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from pebench import encodings, tasks
+
+    expected = {
+        f"{e}-{t}-L64" for e in encodings.available() for t in tasks.available() if tasks.build(t).train_length == 64
+    }
+    df = load(url)
+    assert set(df["case_id"]) == expected
+    assert len(df) == len(expected)
+    assert df["run_id"].nunique() == 1
+
+
+def test_divergence_is_recorded_and_the_suite_goes_on(tmp_path):
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    proc = run_suite(
+        "-k", "sinusoidal and k_back and L64", "--lr", "1e30", "--steps", "20", "--db", url, "--no-cache", *TINY,
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 xfailed" in proc.stdout
+    df = load(url)
+    assert df["status"].tolist() == ["diverged"]
+    assert "non-finite" in df["message"][0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--encoding", "bogus"], "unknown encoding 'bogus'; valid encodings: alibi, "),
+        (["--task", "nosuch"], "unknown task 'nosuch'; valid tasks: "),
+        (["--encoding-options", "rope:colour=red"], "unknown option 'colour'"),
+        (["--encoding-options", "rope:base=-3"], "option base='-3' is out of range"),
+        (["--steps", "0"], "--steps must be a positive integer"),
+        (["--d-model", "30", "--heads", "4"], "must be divisible by --heads"),
+        (["--device", "tpu9"], "unknown device"),
+        (["--db", "sqlite:////no/such/dir/r.db"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_before_training(tmp_path, args, message):
+    proc = run_suite("-k", "k_back and L64", *args, tmp_path=tmp_path)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    err = proc.stderr.strip().splitlines()
+    assert any(message in line for line in err), proc.stderr
+    assert "Traceback" not in proc.stderr and "passed" not in proc.stdout
+
+
+def test_not_a_database_file(tmp_path):
+    bogus = tmp_path / "bogus.db"
+    bogus.write_text("hello " * 500)
+    proc = run_suite("-k", "k_back and L64", "--db", f"sqlite:///{bogus}", tmp_path=tmp_path)
+    assert proc.returncode == 4
+    assert "not a usable database" in proc.stderr
+    assert bogus.read_text().startswith("hello")
