@@ -48,6 +48,8 @@ class Option:
                 if value.lower() not in ("true", "false", "1", "0"):
                     raise ValueError(value)
                 converted: Any = value.lower() in ("true", "1")
+            elif self.type is int and isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)  # int(2.5) would silently truncate
             else:
                 converted = self.type(value)
         except (TypeError, ValueError):
@@ -89,5 +91,7 @@ def parse_assignments(text: str | None) -> dict[str, str]:
         if "=" not in part:
             raise OptionError(f"option {part!r} must be written as name=value")
         key, value = part.split("=", 1)
+        if not key.strip():
+            raise OptionError(f"option {part!r} has no name; it must be written as name=value")
         out[key.strip()] = value.strip()
     return out

@@ -109,9 +109,7 @@ def test_explicit_positions(name):
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
-@pytest.mark.parametrize(
-    "shape", [(T + 1,), (T - 1,), (), (3, T + 1), (3, T, 1), (1, 3, T), (2, T), (5, T)], ids=str
-)
+@pytest.mark.parametrize("shape", [(T + 1,), (T - 1,), (), (3, T + 1), (3, T, 1), (1, 3, T), (2, T), (5, T)], ids=str)
 def test_bad_positions_shape(name, shape):
     model = make_model(name)
     pos = torch.zeros(shape, dtype=torch.long)

@@ -32,10 +32,11 @@ class Learned(PositionalEncoding):
         nn.init.normal_(self.table.weight, std=self.opts["init_std"])
 
     def embed(self, positions: Tensor) -> Tensor:
-        top = int(positions.max())
-        if top >= self.ctx.max_len or int(positions.min()) < 0:
+        top, bottom = int(positions.max()), int(positions.min())
+        if top >= self.ctx.max_len or bottom < 0:
+            bad = bottom if bottom < 0 else top
             raise LengthError(
-                f"learned: position {top} is outside the table of {self.ctx.max_len} positions; "
+                f"learned: position {bad} is outside the table of {self.ctx.max_len} positions; "
                 f"valid positions: 0..{self.ctx.max_len - 1}"
             )
         return self.table(positions)

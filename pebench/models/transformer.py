@@ -36,6 +36,8 @@ class ModelConfig:
                 raise ValueError(f"model: {name} must be positive, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
             raise ValueError(f"model: d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.ffn_hidden < 0:
+            raise ValueError(f"model: ffn_hidden must be positive (or 0 for LLaMA's rule), got {self.ffn_hidden}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"model: dropout must be in [0, 1), got {self.dropout}")
 
@@ -157,7 +159,11 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.apply(self._init_weights)
+        # The encoding initialises its own parameters (e.g. the learned table's init_std option): skip its modules.
+        encoding_modules = set(encoding.modules())
+        for module in self.modules():
+            if module not in encoding_modules:
+                self._init_weights(module)
         # GPT-2 style scaled init of the residual projections (Radford et al. 2019).
         for name, p in self.named_parameters():
             if name.endswith(("attn.out.weight", "ffn.down.weight")):

@@ -35,6 +35,7 @@ class KBack(Task):
     paper = "positional-encoding Streamlit study; cf. Olsson et al. 2022, arXiv:2209.11895"
     options = {"k": Option(3, "how many positions back to recall", type=int, low=1, high=4096)}
     train_length = 64
+    default_steps = 200  # tuned: see README 'Default configuration'
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -46,7 +46,8 @@ class ModularSum(Task):
         "n_tokens": Option(20, "number of input tokens (the vocabulary)", type=int, low=2, high=100_000),
         "modulus": Option(10, "modulus m of the running sum (at most n_tokens)", type=int, low=2, high=100_000),
     }
-    train_length = 64
+    train_length = 32
+    default_steps = 400  # tuned: see README 'Default configuration'
     min_length = 2
 
     def __init__(self, **options: Any) -> None:

@@ -9,7 +9,7 @@ sequence of length ``T`` is ``T - 1`` i.i.d. uniform content tokens followed by 
 (Bernoulli(0.5)) decides whether the pair is present. Every sequence carries the two reserved tokens at positions
 ``p`` and ``p + 1``: ``A B`` for a positive, the reversed ``B A`` for a negative, with ``p`` uniform over
 
-    "train", "id":  [0, h)          where h = train_length // 2 - 1  (31 at the training length 64)
+    "train", "id":  [0, h)          where h = train_length // 2 - 1  (15 at the training length 32)
     "ood":          [h, T - 2)      (p >= h, p + 1 <= T - 2: positions training never used)
 
 The reversed pair in negatives is this project's change to the study's task: if negatives held no reserved token,
@@ -19,8 +19,8 @@ wherever it occurs. Content tokens never produce ``A``/``B`` by accident. Only t
 
     y_{T-1} = YES if the pair is present else NO,      y_t = IGNORE for t < T - 1.
 
-Chance level is 0.5. Both splits need ``T - 2 > h``, i.e. ``T >= train_length // 2 + 2`` (34); at ``T = 64``,
-"ood" draws ``p`` from ``[31, 62)``.
+Chance level is 0.5. Both splits need ``T - 2 > h``, i.e. ``T >= train_length // 2 + 2`` (18); at ``T = 32``,
+"ood" draws ``p`` from ``[15, 30)``.
 """
 
 from __future__ import annotations
@@ -42,12 +42,13 @@ class ShiftInvariant(Task):
     paper = "positional-encoding Streamlit study"
     options = {"n_tokens": Option(20, "number of content tokens C", type=int, low=1, high=100_000)}
     eval_splits = ("id", "ood")
-    train_length = 64
+    train_length = 32
+    default_steps = 400  # tuned: see README 'Default configuration'
     # the "ood" range [h, T - 2) must be non-empty: T - 2 > h = train_length // 2 - 1
-    min_length = train_length // 2 + 2
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
+        self.min_length = self.train_length // 2 + 2
         c = self.opts["n_tokens"]
         self.n_content = c
         self.token_a, self.token_b, self.query, self.no, self.yes = c, c + 1, c + 2, c + 3, c + 4
