@@ -157,7 +157,10 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.apply(self._init_weights)
+        # The encoding initialises its own parameters (a learned table's std, a sinusoid-initialised table, an MLP).
+        for child in self.children():
+            if child is not encoding:
+                child.apply(self._init_weights)
         # GPT-2 style scaled init of the residual projections (Radford et al. 2019).
         for name, p in self.named_parameters():
             if name.endswith(("attn.out.weight", "ffn.down.weight")):
