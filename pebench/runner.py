@@ -138,7 +138,10 @@ class Runner:
 
     def encoding_context(self, task: Task) -> EncodingContext:
         s = self.settings
-        return EncodingContext(d_model=s.d_model, n_heads=s.n_heads, n_layers=s.n_layers, max_len=task.max_length())
+        return EncodingContext(
+            d_model=s.d_model, n_heads=s.n_heads, n_layers=s.n_layers, max_len=task.max_length(),
+            train_length=task.train_length,
+        )
 
     def describe(self, case: Case) -> dict[str, Any]:
         """The full configuration of ``case`` (without seed and length) -- stored with the result and hashed."""

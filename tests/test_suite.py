@@ -43,13 +43,14 @@ def test_ids_and_tiers(tmp_path):
         "alibi-k_back-L128",
         "alibi-k_back-L256",
     ]
-    seeds = collected_ids("--seeds", "2", "-k", "rope and k_back and L64", tmp_path=tmp_path)
+    seeds = collected_ids("--seeds", "2", "--encoding", "rope", "-k", "k_back and L64", tmp_path=tmp_path)
     assert seeds == ["rope-k_back-L64-s0", "rope-k_back-L64-s1"]
 
 
 def test_cases_write_results_and_reuse_the_model(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    args = ["-k", "rope and k_back", "--steps", "3", "--db", url, "--cache-dir", str(tmp_path / "ckpt"), *TINY]
+    args = ["--encoding", "rope", "-k", "k_back", "--steps", "3", "--db", url, "--cache-dir", str(tmp_path / "ckpt"),
+            *TINY]
     proc = run_suite(*args, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout

@@ -4,7 +4,26 @@ Adding an encoding: write ``pebench/encodings/<name>.py`` with a :class:`Positio
 :func:`register`, and add the module to the import list below (the registry entry).
 """
 
-from pebench.encodings import alibi, learned, nope, rope, sinusoidal  # noqa: F401  (registry entries)
+from pebench.encodings import (  # noqa: F401  (registry entries)
+    alibi,
+    cope,
+    digits,
+    drope,
+    fire,
+    kerple,
+    learned,
+    lrope,
+    nope,
+    pope,
+    randomized,
+    rope,
+    scaled_rope,
+    sininit,
+    sinonly,
+    sinusoidal,
+    t5,
+    xpos,
+)
 from pebench.encodings.base import EncodingContext, PositionalEncoding
 from pebench.encodings.registry import available, build, describe, get, register
 

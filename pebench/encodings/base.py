@@ -35,6 +35,9 @@ class EncodingContext:
     n_heads: int
     n_layers: int
     max_len: int
+    train_length: int = 0
+    """The task's training length when known (0: unknown). Encodings whose construction depends on it (YaRN's
+    original context in its train mode) read it here; adaptive ones are also told it by :meth:`configure_eval`."""
 
     @property
     def head_dim(self) -> int:
