@@ -122,6 +122,7 @@ def test_divergence_is_recorded_and_the_suite_goes_on(tmp_path):
         (["--d-model", "30", "--heads", "4"], "must be divisible by --heads"),
         (["--device", "tpu9"], "unknown device"),
         (["--db", "sqlite:////no/such/dir/r.db"], "does not exist"),
+        (["--task-options", "lm:corpus=/no/such/dir"], "corpus '/no/such/dir' is not a directory with train.txt"),
     ],
 )
 def test_bad_input_is_one_line_before_training(tmp_path, args, message):
