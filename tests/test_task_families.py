@@ -473,3 +473,11 @@ def test_cli_lists_every_task(capsys: pytest.CaptureFixture[str]) -> None:
         "parity"]  # fmt: skip
     assert "perplexity (lower is better), chance 256" in lines["lm"]
     assert "train 3-8, eval quick [8, 9, 16, 32] full [3-16, 32], exact_match" in lines["reverse"]
+
+
+def test_quick_lengths_are_full_lengths() -> None:
+    # the suite generates only the quick lengths in a quick run; they must be cases of the full tier too
+    for name in tasks.available():
+        task = tasks.build(name)
+        assert set(task.eval_lengths("quick")) <= set(task.eval_lengths("full")), name
+        assert task.max_length() == max(task.tokens(n) for n in task.eval_lengths("full"))
