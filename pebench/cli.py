@@ -9,6 +9,22 @@ from collections.abc import Sequence
 from pebench.errors import PebenchError
 
 
+def _ranges(values: list[int]) -> str:
+    """``[1, 2, 3, 5, 8, 9]`` -> ``"[1-3, 5, 8, 9]"`` (runs of three or more consecutive integers collapsed)."""
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        if j - i >= 2:
+            parts.append(f"{values[i]}-{values[j]}")
+        else:
+            parts.extend(str(v) for v in values[i : j + 1])
+        i = j + 1
+    return "[" + ", ".join(parts) + "]"
+
+
 def _list(args: argparse.Namespace) -> int:
     from pebench import encodings, tasks
 
@@ -22,10 +38,12 @@ def _list(args: argparse.Namespace) -> int:
         width = max(len(n) for n in names)
         for name in names:
             t = tasks.build(name)
+            lo, hi = t.train_range
+            train = f"{lo}" if lo == hi else f"{lo}-{hi}"
             print(
-                f"{name:<{width}}  train {t.train_length}, eval quick {t.eval_lengths('quick')} "
-                f"full {t.eval_lengths('full')}, {t.metric} ({'higher' if t.higher_is_better else 'lower'} is "
-                f"better), chance {t.chance_level:.3g}  -- {t.description}"
+                f"{name:<{width}}  train {train}, eval quick {_ranges(t.eval_lengths('quick'))} "
+                f"full {_ranges(t.eval_lengths('full'))}, {t.metric} ({'higher' if t.higher_is_better else 'lower'} "
+                f"is better), chance {t.chance_level:.3g}  -- {t.description}"
             )
     return 0
 

@@ -168,12 +168,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = metafunc.config.stash[_STATE]
     runner = Runner(state["settings"])
     seeds = metafunc.config.getoption("seeds")
+    # the quick tier without -m never runs full-only lengths: don't generate them (the Chomsky tasks alone have
+    # hundreds of full-tier lengths each, which would make every quick run collect and deselect thousands of cases)
+    every_length = metafunc.config.getoption("tier") == "full" or bool(metafunc.config.option.markexpr)
     params = []
     for enc_name in state["encodings"]:
         for task_name in state["tasks"]:
             task = runner.task(task_name)
             quick = set(task.eval_lengths("quick"))
-            for length in task.eval_lengths("full"):
+            lengths = task.eval_lengths("full") if every_length else task.eval_lengths("quick")
+            for length in lengths:
                 for seed in range(seeds):
                     case = Case(enc_name, task_name, length, seed)
                     marks = [pytest.mark.full]

@@ -268,7 +268,7 @@ class Runner:
                 loss=main["loss"],
                 token_accuracy=main["token_accuracy"],
                 sequence_accuracy=main["sequence_accuracy"],
-                score=main["perplexity"] if task.metric == "perplexity" else main["token_accuracy"],
+                score=task.score(main),
                 metrics={"splits": splits},
             )
             if not math.isfinite(main["loss"]):

@@ -189,10 +189,11 @@ def evaluate(
     device: torch.device,
     batch_size: int = 64,
 ) -> dict[str, float]:
-    """Loss, token accuracy and sequence accuracy on ``n_samples`` held-out sequences of ``length``.
+    """Loss, token accuracy and sequence accuracy on ``n_samples`` held-out sequences at task length ``length``.
 
-    The samples come from a generator seeded from (seed, "eval", task, length, split), separate from training.
-    Token accuracy is over scored positions; a sequence is correct when all its scored positions are.
+    The batches come from :meth:`Task.eval_batches` with a generator seeded from (seed, "eval", task, length,
+    split), separate from training. Token accuracy is over scored positions; a sequence is correct when all its
+    scored positions are; perplexity is exp(mean loss over scored positions).
     """
     from pebench.hashing import derive_seed
 
@@ -201,11 +202,10 @@ def evaluate(
     gen = torch.Generator().manual_seed(derive_seed(seed, "eval", task.name, length, split))
     total_loss = 0.0
     n_scored = n_correct = n_seq_correct = n_seq = 0
-    remaining = n_samples
     with eval_length(model, task.train_length, length):
-        while remaining > 0:
-            b = min(batch_size, remaining)
-            batch = task.sample(b, length, gen, split).to(device)
+        for cpu_batch in task.eval_batches(length, n_samples, gen, split, batch_size):
+            batch = cpu_batch.to(device)
+            b = batch.inputs.shape[0]
             logits = model(batch.inputs, batch.positions)
             scored = batch.targets != IGNORE
             loss_sum = F.cross_entropy(
@@ -220,7 +220,6 @@ def evaluate(
             n_correct += int(correct.sum())
             n_seq_correct += int((correct | ~scored).all(dim=1).sum())
             n_seq += b
-            remaining -= b
     loss = total_loss / max(n_scored, 1)
     return {
         "loss": loss,

@@ -65,7 +65,7 @@ def check_batch(batch: Batch, batch_size: int, length: int) -> None:
 
 
 def test_available_lists_the_four_tasks() -> None:
-    assert tasks.available() == sorted(NAMES)
+    assert set(NAMES) <= set(tasks.available())
 
 
 def test_unknown_task_lists_valid_names() -> None:

@@ -8,6 +8,7 @@ with new ones).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,6 +22,14 @@ IGNORE = -100
 """Target value of unscored positions (the default ``ignore_index`` of :func:`torch.nn.functional.cross_entropy`)."""
 
 TIERS = ("quick", "full")
+
+METRICS = {"accuracy": "token_accuracy", "exact_match": "sequence_accuracy", "perplexity": "perplexity"}
+"""Metric names a task may declare -> the key of :func:`pebench.training.evaluate`'s result that holds it.
+
+``accuracy`` is the accuracy over scored tokens, ``exact_match`` the fraction of sequences whose scored tokens are
+all correct (teacher-forced, which equals greedy decoding's exact match), ``perplexity`` is exp(mean loss over scored
+tokens).
+"""
 
 
 @dataclass
@@ -71,6 +80,19 @@ class Task:
         """Expected score of a predictor that ignores the input (uniform over the possible answers)."""
         raise NotImplementedError
 
+    @property
+    def train_range(self) -> tuple[int, int]:
+        """Shortest and longest training length (both ``train_length`` unless the task trains on a range)."""
+        return self.train_length, self.train_length
+
+    def score(self, metrics: dict[str, float]) -> float:
+        """The task's metric picked out of an :func:`~pebench.training.evaluate` result."""
+        return float(metrics[METRICS[self.metric]])
+
+    def tokens(self, length: int) -> int:
+        """Number of tokens of a sequence at task length ``length`` (default: the length itself)."""
+        return length
+
     def eval_lengths(self, tier: str = "quick") -> list[int]:
         """Quick tier: the training length, 2x and 4x. Full tier adds 8x and 16x."""
         check_tier(tier)
@@ -78,8 +100,8 @@ class Task:
         return [self.train_length * f for f in factors]
 
     def max_length(self) -> int:
-        """Longest length any tier evaluates (absolute tables are sized for it)."""
-        return max(max(self.eval_lengths(t)) for t in TIERS)
+        """Most tokens of a sequence at any length any tier evaluates (absolute tables are sized for it)."""
+        return max(self.tokens(n) for t in TIERS for n in self.eval_lengths(t))
 
     def check_length(self, length: int) -> None:
         """Raise :class:`LengthError` when the task cannot produce sequences of ``length``."""
@@ -96,8 +118,24 @@ class Task:
 
     # -- data --------------------------------------------------------------------------------------------------
     def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
-        """A batch of ``batch_size`` sequences of ``length`` tokens. ``split`` is "train" or an eval split."""
+        """A batch of ``batch_size`` sequences at task length ``length`` (``tokens(length)`` tokens each).
+
+        ``split`` is "train" or an eval split.
+        """
         raise NotImplementedError
+
+    def eval_batches(
+        self, length: int, n_samples: int, generator: torch.Generator, split: str, batch_size: int
+    ) -> Iterator[Batch]:
+        """The evaluation batches of ``n_samples`` sequences (default: repeated :meth:`sample`).
+
+        Tasks whose evaluation is not a set of independent samples (sliding windows over a text) override this.
+        """
+        remaining = n_samples
+        while remaining > 0:
+            b = min(batch_size, remaining)
+            yield self.sample(b, length, generator, split)
+            remaining -= b
 
     def sample_train(self, batch_size: int, generator: torch.Generator) -> Batch:
         """A training batch (default: ``sample`` at the training length)."""

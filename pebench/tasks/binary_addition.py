@@ -1,0 +1,81 @@
+"""Binary addition (context-sensitive): the sum of two little-endian binary numbers.
+
+Source: the "binary addition" task of Delétang et al., "Neural Networks and the Chomsky Hierarchy", ICLR 2023,
+arXiv:2207.02098 (protocol: :class:`~pebench.tasks.common.ChomskyTask`).
+
+Definition. The task length ``n >= 3`` is the expression length ``n_1 + 1 + n_2``: the split ``n_1`` is uniform over
+``1 .. n - 2`` and ``n_2 = n - 1 - n_1``; the operands are uniform over ``1 .. 2^{n_i} - 1`` and written in
+little-endian binary with exactly ``n_i`` bits (so trailing zeros may occur). The answer is the sum in little-endian
+binary without trailing zeros, followed by ``END``; as in the paper the scored output is the sum's bits and the
+termination token (the paper's zero padding after it is unscored; here it is ``PAD``). Tokens: bits ``0``, ``1``,
+``PLUS = 2``, ``END = 3``, ``SEP = 4``, ``PAD = 5``. Example: ``001 + 01101`` (4 + 22) -> ``01011 END`` (26).
+
+    inputs  = x PLUS y  SEP  bits(x + y)            targets = IGNORE x n  bits(x + y) END
+
+The sum has at most ``n - 1`` bits, so a sequence is padded to ``2n`` tokens. Lengths 1 and 2 cannot hold an
+expression: training draws ``n`` from 3..40. Chance level 1/3 (uniform over the output symbols 0, 1, END).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pebench.tasks.base import IGNORE, Batch
+from pebench.tasks.common import ChomskyTask
+from pebench.tasks.registry import register
+
+PLUS, END, SEP, PAD = 2, 3, 4, 5
+
+
+def random_operand_bits(n_bits: int, generator: torch.Generator) -> list[int]:
+    """Little-endian bits of a number uniform over ``1 .. 2^n_bits - 1`` (uniform non-zero bit vector)."""
+    while True:
+        bits = torch.randint(0, 2, (n_bits,), generator=generator)
+        if bool(bits.any()):
+            return bits.tolist()
+
+
+def little_endian(value: int) -> list[int]:
+    """Bits of ``value > 0``, least significant first, without trailing zeros."""
+    return [int(c) for c in reversed(f"{value:b}")]
+
+
+def bits_value(bits: list[int]) -> int:
+    return sum(b << i for i, b in enumerate(bits))
+
+
+@register
+class BinaryAddition(ChomskyTask):
+    name = "binary_addition"
+    version = "1"
+    description = "sum of two little-endian binary numbers, n = x + y tokens (train n 3-40); per-token accuracy"
+    train_min = 3
+    min_length = 3
+    pad_token = PAD
+
+    @property
+    def vocab_size(self) -> int:
+        return 6
+
+    @property
+    def chance_level(self) -> float:
+        return 1.0 / 3.0
+
+    def tokens(self, length: int) -> int:
+        return 2 * length
+
+    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
+        self.check_length(length)
+        self.check_split(split)
+        width = self.tokens(length)
+        inputs = torch.full((batch_size, width), PAD, dtype=torch.long)
+        targets = torch.full((batch_size, width), IGNORE, dtype=torch.long)
+        splits = torch.randint(1, length - 1, (batch_size,), generator=generator).tolist()
+        for row, n1 in enumerate(splits):
+            x = random_operand_bits(n1, generator)
+            y = random_operand_bits(length - 1 - n1, generator)
+            answer = [*little_endian(bits_value(x) + bits_value(y)), END]
+            seq = [*x, PLUS, *y, SEP, *answer[:-1]]
+            inputs[row, : len(seq)] = torch.tensor(seq)
+            targets[row, length : length + len(answer)] = torch.tensor(answer)
+        return Batch(inputs, targets)

@@ -1,0 +1,111 @@
+"""Shared building blocks of the sequence-to-sequence tasks (not a task itself).
+
+Layout. A task that maps a prompt to an answer lays a sequence out as
+
+    inputs  = prompt + [SEP] + answer[:-1]
+    targets = [IGNORE] * len(prompt) + answer
+
+so the model reads the prompt, then at ``SEP`` predicts the first answer token and at every answer token the next
+one (teacher forcing). Everything before ``SEP`` is unscored; the scored region is exactly the answer. A sequence of
+a prompt of ``p`` tokens and an answer of ``a`` tokens has ``p + a`` tokens. Exact match under teacher forcing equals
+the exact match of greedy decoding: the greedy decoder reproduces the answer iff every teacher-forced argmax is right.
+
+Padding. Sequences shorter than their batch are right-padded with the task's ``PAD`` token and :data:`IGNORE`
+targets. Right padding never changes a causal model's outputs at the real tokens, and padding is never scored.
+
+Length ranges. Tasks trained on a range of lengths (:class:`RangeTrainedTask`) draw each training sequence's length
+uniformly from the range, generate each length group with :meth:`Task.sample`, and pad the batch to its longest
+sequence.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+
+from pebench.tasks.base import IGNORE, Batch, Task, check_tier
+
+
+def answer_layout(prompt: Tensor, answer: Tensor, sep: int) -> tuple[Tensor, Tensor]:
+    """``(inputs, targets)`` of ``prompt + [SEP] + answer[:-1]`` with only the answer scored (see module doc)."""
+    b = prompt.shape[0]
+    sep_col = torch.full((b, 1), sep, dtype=torch.long)
+    inputs = torch.cat([prompt, sep_col, answer[:, :-1]], dim=1)
+    targets = torch.cat([torch.full_like(prompt, IGNORE), answer], dim=1)
+    return inputs, targets
+
+
+def pad_to(batch: Batch, width: int, pad: int) -> Batch:
+    """Right-pad ``batch`` to ``width`` tokens with ``pad`` inputs and :data:`IGNORE` targets."""
+    extra = width - batch.inputs.shape[1]
+    if extra < 0:
+        raise ValueError(f"cannot pad a batch of width {batch.inputs.shape[1]} to {width}")
+    if extra == 0:
+        return batch
+    b = batch.inputs.shape[0]
+    inputs = torch.cat([batch.inputs, torch.full((b, extra), pad, dtype=torch.long)], dim=1)
+    targets = torch.cat([batch.targets, torch.full((b, extra), IGNORE, dtype=torch.long)], dim=1)
+    return Batch(inputs, targets)
+
+
+def concat_padded(batches: list[Batch], pad: int) -> Batch:
+    """Stack batches of different widths into one, right-padding each to the widest."""
+    width = max(b.inputs.shape[1] for b in batches)
+    padded = [pad_to(b, width, pad) for b in batches]
+    return Batch(torch.cat([b.inputs for b in padded]), torch.cat([b.targets for b in padded]))
+
+
+class RangeTrainedTask(Task):
+    """A task trained on lengths ``train_min .. train_length`` and evaluated at lengths given per tier.
+
+    Subclasses set ``train_min``, ``train_length`` (the training maximum), ``pad_token`` and the evaluation lengths
+    ``quick_lengths`` / ``full_lengths``.
+    """
+
+    train_min: int = 1
+    pad_token: int = 0
+    quick_lengths: ClassVar[tuple[int, ...]] = ()
+    full_lengths: ClassVar[tuple[int, ...]] = ()
+
+    @property
+    def train_range(self) -> tuple[int, int]:
+        return self.train_min, self.train_length
+
+    def eval_lengths(self, tier: str = "quick") -> list[int]:
+        check_tier(tier)
+        return sorted(self.quick_lengths if tier == "quick" else set(self.full_lengths) | set(self.quick_lengths))
+
+    def sample_train(self, batch_size: int, generator: torch.Generator) -> Batch:
+        lengths = torch.randint(self.train_min, self.train_length + 1, (batch_size,), generator=generator)
+        groups = [self.sample(int((lengths == n).sum()), n, generator, "train") for n in sorted(set(lengths.tolist()))]
+        return concat_padded(groups, self.pad_token)
+
+
+def algorithmic_lengths(train: tuple[int, int], ood: tuple[int, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(quick, full) evaluation lengths: quick is the training maximum, both ends of the OOD range, 2x and 4x the
+    training maximum; full is every training and OOD length plus 2x and 4x."""
+    hi = train[1]
+    quick = tuple(sorted({hi, ood[0], ood[1], 2 * hi, 4 * hi}))
+    full = tuple(sorted({*range(train[0], hi + 1), *range(ood[0], ood[1] + 1), 2 * hi, 4 * hi}))
+    return quick, full
+
+
+CHOMSKY_TRAIN = (1, 40)
+CHOMSKY_QUICK = (40, 80, 160)
+CHOMSKY_FULL = (40, *range(41, 501))
+
+
+class ChomskyTask(RangeTrainedTask):
+    """The Chomsky-hierarchy protocol (Delétang et al., "Neural Networks and the Chomsky Hierarchy", ICLR 2023,
+    arXiv:2207.02098; Ruoss et al., "Randomized Positional Encodings Boost Length Generalization of Transformers",
+    ACL 2023, arXiv:2305.16843): train on input lengths 1-40, evaluate at every length 41-500 (full tier; the
+    length-generalisation score is the mean over all of 41..500, 41 included) or at 40, 80 and 160 (quick tier).
+    The metric is the per-token accuracy on the output tape (the answer region)."""
+
+    train_min, train_length = CHOMSKY_TRAIN
+    min_length = 1
+    quick_lengths = CHOMSKY_QUICK
+    full_lengths = CHOMSKY_FULL
+    paper = "Delétang et al. 2023, arXiv:2207.02098; Ruoss et al. 2023, arXiv:2305.16843"

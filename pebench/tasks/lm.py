@@ -1,0 +1,261 @@
+"""Byte-level language modelling of real text, trained at context ``L`` and evaluated at ``L, 2L, 4L, 8L`` (full
+tier also ``16L``) with sliding windows.
+
+Source: the standard long-context perplexity protocol (e.g. Press et al., "Train Short, Test Long" (ALiBi), ICLR
+2022, arXiv:2108.12409, which evaluates with non-overlapping and sliding windows; Chen et al., "Extending Context
+Window of Large Language Models via Positional Interpolation", 2023, arXiv:2306.15595).
+
+Definition. Tokens are the 256 byte values (vocabulary 256) of a UTF-8 text. The task length ``T`` is the context
+length in tokens. Training windows are ``T + 1`` consecutive bytes of the training text at uniformly random offsets:
+inputs the first ``T``, targets the last ``T`` (every position scored).
+
+Evaluation (:meth:`LanguageModelling.eval_batches`). Windows of ``T`` tokens slide over a contiguous stretch of the
+validation text with stride ``s = T // 2`` from a random start: window ``j`` starts at ``start + j * s``. The first
+window scores all ``T`` positions; every later one scores only its last ``s`` positions, the labels no earlier
+window scored, so each label of the stretch is scored exactly once and (after the first window) with at least
+``T - s`` tokens of context. ``n_samples`` is the number of windows (fewer when the validation text is shorter than
+the stretch; an evaluation length whose single window does not fit is a length error). Metric: perplexity
+``exp(mean cross-entropy per byte over scored positions)``, lower is better; chance level 256 (a uniform predictor).
+
+Corpora (option ``corpus``):
+
+* ``stdlib`` (default, offline, no download): the top-level ``*.py`` files of the running interpreter's standard
+  library, sorted by name; a file goes to validation when the first byte of the SHA-256 of its name is below 26
+  (about 10%), else to training. The Python version, the file list's hash and the content hash are part of the
+  task's configuration, so runs on different interpreters are never mixed.
+* a directory holding ``train.txt`` and ``validation.txt``.
+* ``hf:<dataset>`` (e.g. ``hf:roneneldan/TinyStories``): the ``text`` column of a Hugging Face dataset through the
+  optional ``datasets`` package (train split; validation split, or test); needs the package and the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import sysconfig
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pebench.errors import LengthError, OptionError
+from pebench.options import Option
+from pebench.tasks.base import IGNORE, Batch, Task, check_tier
+from pebench.tasks.registry import register
+
+VALID_CORPORA = "stdlib, a directory with train.txt and validation.txt, or hf:<dataset name>"
+HF_MAX_BYTES = 50_000_000
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Training and validation bytes of a corpus and what identifies it."""
+
+    train: torch.Tensor
+    validation: torch.Tensor
+    info: dict[str, Any]
+
+
+def _bytes_tensor(data: bytes) -> torch.Tensor:
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.zeros(0, dtype=torch.uint8)
+
+
+def stdlib_files() -> tuple[Path, list[Path]]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return root, sorted(root.glob("*.py"))
+
+
+def is_validation_file(name: str) -> bool:
+    return hashlib.sha256(name.encode()).digest()[0] < 26
+
+
+def load_stdlib() -> Corpus:
+    root, files = stdlib_files()
+    train, val = bytearray(), bytearray()
+    content = hashlib.sha256()
+    for path in files:
+        data = path.read_bytes()
+        content.update(path.name.encode() + b"\0" + data)
+        (val if is_validation_file(path.name) else train).extend(data)
+    info = {
+        "source": "stdlib",
+        "python_version": platform.python_version(),
+        "stdlib_dir": str(root),
+        "n_files": len(files),
+        "files_sha256": hashlib.sha256("\n".join(p.name for p in files).encode()).hexdigest(),
+        "content_sha256": content.hexdigest(),
+    }
+    return Corpus(_bytes_tensor(bytes(train)), _bytes_tensor(bytes(val)), info)
+
+
+def load_directory(path: Path) -> Corpus:
+    train, val = (path / "train.txt").read_bytes(), (path / "validation.txt").read_bytes()
+    info = {
+        "source": "directory",
+        "path": str(path.resolve()),
+        "train_sha256": hashlib.sha256(train).hexdigest(),
+        "validation_sha256": hashlib.sha256(val).hexdigest(),
+    }
+    return Corpus(_bytes_tensor(train), _bytes_tensor(val), info)
+
+
+def load_hf(name: str) -> Corpus:
+    import datasets  # checked to be importable when the task was built
+
+    try:
+        ds = datasets.load_dataset(name)
+    except Exception as err:  # offline, unknown name, ...
+        raise OptionError(f"task lm: cannot load Hugging Face dataset {name!r} ({type(err).__name__}: {err})".replace(
+            "\n", " ")) from None
+    val_split = next((s for s in ("validation", "test") if s in ds), None)
+    if "train" not in ds or val_split is None or "text" not in ds["train"].column_names:
+        raise OptionError(f"task lm: dataset {name!r} needs a 'text' column and train and validation/test splits")
+
+    def take(split: str) -> bytes:
+        out, total = [], 0
+        for text in ds[split]["text"]:
+            b = text.encode("utf-8") + b"\n"
+            out.append(b)
+            total += len(b)
+            if total >= HF_MAX_BYTES:
+                break
+        return b"".join(out)
+
+    train, val = take("train"), take(val_split)
+    info = {
+        "source": "huggingface",
+        "dataset": name,
+        "validation_split": val_split,
+        "max_bytes": HF_MAX_BYTES,
+        "train_sha256": hashlib.sha256(train).hexdigest(),
+        "validation_sha256": hashlib.sha256(val).hexdigest(),
+    }
+    return Corpus(_bytes_tensor(train), _bytes_tensor(val), info)
+
+
+_CACHE: dict[str, Corpus] = {}
+
+
+@register
+class LanguageModelling(Task):
+    name = "lm"
+    version = "1"
+    description = "byte-level language modelling of real text (default: the Python stdlib); sliding-window eval"
+    paper = "Press et al. 2022, arXiv:2108.12409 (sliding-window perplexity)"
+    options = {
+        "corpus": Option("stdlib", f"text corpus: {VALID_CORPORA}", type=str),
+        "context": Option(64, "training context length L (tokens)", type=int, low=2, high=1_000_000),
+    }
+    metric = "perplexity"
+    higher_is_better = False
+    min_length = 2
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.train_length = int(self.opts["context"])
+        spec = str(self.opts["corpus"])
+        self.corpus_spec = spec
+        if spec == "stdlib":
+            root, files = stdlib_files()
+            if not files:
+                raise OptionError(f"task lm: no *.py files in the standard library directory {root}")
+        elif spec.startswith("hf:"):
+            if not spec[3:]:
+                raise OptionError(f"task lm: corpus {spec!r} names no dataset; valid corpora: {VALID_CORPORA}")
+            try:
+                import datasets  # noqa: F401
+            except ImportError:
+                raise OptionError(
+                    f"task lm: corpus {spec!r} needs the optional 'datasets' package (pip install datasets) and "
+                    f"network access; valid offline corpora: stdlib, or a directory with train.txt and validation.txt"
+                ) from None
+        else:
+            path = Path(spec).expanduser()
+            missing = [n for n in ("train.txt", "validation.txt") if not (path / n).is_file()]
+            if missing:
+                raise OptionError(
+                    f"task lm: corpus {spec!r} is not a directory with {' and '.join(missing)}; "
+                    f"valid corpora: {VALID_CORPORA}"
+                )
+            self.corpus_spec = str(path.resolve())
+
+    # -- data --------------------------------------------------------------------------------------------------
+    @property
+    def corpus(self) -> Corpus:
+        """The corpus, loaded on first use and shared by every task instance of this process."""
+        spec = self.corpus_spec
+        if spec not in _CACHE:
+            if spec == "stdlib":
+                corpus = load_stdlib()
+            elif spec.startswith("hf:"):
+                corpus = load_hf(spec[3:])
+            else:
+                corpus = load_directory(Path(spec))
+            if len(corpus.train) < self.train_length + 1:
+                raise OptionError(
+                    f"task lm: the training text of corpus {spec!r} has {len(corpus.train)} bytes; "
+                    f"it needs more than the context ({self.train_length})"
+                )
+            _CACHE[spec] = corpus
+        return _CACHE[spec]
+
+    # -- declarations ------------------------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return 256
+
+    @property
+    def chance_level(self) -> float:
+        return 256.0
+
+    def eval_lengths(self, tier: str = "quick") -> list[int]:
+        """Quick tier: L, 2L, 4L, 8L; full tier adds 16L."""
+        check_tier(tier)
+        factors = (1, 2, 4, 8) if tier == "quick" else (1, 2, 4, 8, 16)
+        return [self.train_length * f for f in factors]
+
+    def check_length(self, length: int) -> None:
+        super().check_length(length)
+        n_val = len(self.corpus.validation)
+        if length + 1 > n_val:
+            raise LengthError(
+                f"task {self.name}: length {length} does not fit the validation text of {n_val} bytes; "
+                f"valid lengths: {self.min_length}..{n_val - 1}"
+            )
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "corpus": self.corpus.info}
+
+    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
+        """Windows of ``length + 1`` bytes at uniform random offsets (training text for "train", else validation)."""
+        self.check_length(length)
+        self.check_split(split)
+        text = self.corpus.train if split == "train" else self.corpus.validation
+        if len(text) < length + 1:
+            raise LengthError(f"task {self.name}: length {length} does not fit the training text of {len(text)} bytes")
+        starts = torch.randint(0, len(text) - length, (batch_size,), generator=generator)
+        windows = text[starts[:, None] + torch.arange(length + 1)[None, :]].long()
+        return Batch(windows[:, :-1], windows[:, 1:].clone())
+
+    def eval_batches(
+        self, length: int, n_samples: int, generator: torch.Generator, split: str, batch_size: int
+    ) -> Iterator[Batch]:
+        """Sliding windows (stride ``length // 2``) over the validation text; see the module docstring."""
+        self.check_length(length)
+        self.check_split(split)
+        text = self.corpus.validation
+        stride = max(1, length // 2)
+        fit = (len(text) - 1 - length) // stride + 1  # windows whose targets stay inside the text
+        n = max(1, min(n_samples, fit))
+        span = length + (n - 1) * stride + 1
+        start = int(torch.randint(0, len(text) - span + 1, (1,), generator=generator))
+        offsets = torch.arange(length + 1)[None, :]
+        for first in range(0, n, batch_size):
+            idx = torch.arange(first, min(first + batch_size, n))
+            windows = text[start + idx[:, None] * stride + offsets].long()
+            targets = windows[:, 1:].clone()
+            later = idx > 0
+            targets[later, : length - stride] = IGNORE  # already scored by the previous window
+            yield Batch(windows[:, :-1], targets)
