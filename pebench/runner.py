@@ -126,19 +126,21 @@ def attention_snapshot(
 
     The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
     from (seed, "attention", task, length), then cut to ``n_tokens``: attention is causal, so these rows equal the
-    top-left block of the full sequence's maps. Returns ``{"layer", "tokens", "heads"}`` with ``heads`` an
-    ``H x T x T`` nested list rounded to 3 decimals (for the report's attention plots).
+    top-left block of the full sequence's maps. Returns ``{"layer", "tokens", "scale", "heads"}``: ``heads[h][i]``
+    lists ``round(scale * p)`` for the keys ``0..i`` of query ``i`` (the causal lower triangle; ``scale`` 1000), a
+    compact form for the report's attention plots.
     """
     gen = torch.Generator().manual_seed(derive_seed(seed, "attention", task.name, task.train_length))
     batch = task.sample(1, task.train_length, gen, task.eval_splits[0])
     t = min(n_tokens, batch.inputs.shape[1])
     tokens = batch.inputs[:, :t].to(device)
     positions = None if batch.positions is None else batch.positions[..., :t].to(device)
-    maps = model.attention_maps(tokens, positions, layer=-1)[0].float().cpu()  # (H, t, t)
+    maps = (model.attention_maps(tokens, positions, layer=-1)[0].float().cpu() * 1000).round().int()  # (H, t, t)
     return {
         "layer": len(model.blocks) - 1,
         "tokens": tokens[0].tolist(),
-        "heads": [[[round(float(v), 3) for v in row] for row in head] for head in maps.tolist()],
+        "scale": 1000,
+        "heads": [[row[: i + 1] for i, row in enumerate(head)] for head in maps.tolist()],
     }
 
 
