@@ -158,6 +158,7 @@ class Cell:
     delta_good: bool | None = None
     best: bool = False
     digits: int = 1
+    tip: str = ""
 
     @property
     def text(self) -> str:
@@ -397,9 +398,8 @@ def _config_text(rec: Mapping[str, Any]) -> str:
     if train.get("steps") is not None:
         parts.append(f"{train['steps']} steps, batch {train.get('batch_size', '?')}, lr {train.get('lr', '?')}")
     if model:
-        parts.append(
-            f"d_model {model.get('d_model', '?')}, {model.get('n_layers', '?')} layers, {model.get('n_heads', '?')} heads"
-        )
+        layers, heads = model.get("n_layers", "?"), model.get("n_heads", "?")
+        parts.append(f"d_model {model.get('d_model', '?')}, {layers} layers, {heads} heads")
     task_opts = (cfg.get("task") or {}).get("options")
     if task_opts:
         parts.append("task options " + ", ".join(f"{k}={v}" for k, v in sorted(task_opts.items())))
@@ -449,8 +449,8 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
         chance = float(first["chance_level"]) if _finite(first["chance_level"]) else None
         digits = 1 if hib else 2
         lengths = sorted({L for g in enc_groups.values() for L in g.by_length})
-        id_lengths = [L for L in lengths if L <= train_length]
-        ood_lengths = [L for L in lengths if L > train_length]
+        id_lengths = [L for L in lengths if train_length >= L]
+        ood_lengths = [L for L in lengths if train_length < L]
         best_dir = max if hib else min
         rows: list[TaskRow] = []
         for enc in sorted(enc_groups):
@@ -524,7 +524,10 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
             b = best_dir(vals)
             for r in rows:
                 r.id_cell.best = r.id_cell.value == b
-        learned = [r for r in rows if r.gap.value is not None and (_mean(id_norm[r.encoding].get(key, {}).values()) or 0) >= 0.5]
+        learned = [
+            r for r in rows
+            if r.gap.value is not None and (_mean(id_norm[r.encoding].get(key, {}).values()) or 0.0) >= 0.5
+        ]  # fmt: skip
         if learned:
             b = min(r.gap.value for r in learned)  # type: ignore[type-var]
             for r in learned:
@@ -606,7 +609,8 @@ def _aggregate(per_task: Mapping[str, Mapping[int, float]]) -> Cell:
     if est.n > 1:
         half = max(est.mean - est.low, est.high - est.mean)
     cell = Cell(value=est.mean, half=half, n=est.n, digits=3)
-    cell.note = f"[{est.low:.3f}, {est.high:.3f}]" if est.n > 1 else ""
+    if est.n > 1:
+        cell.tip = f"mean over {est.n} seeds, 95% BCa bootstrap interval [{est.low:.3f}, {est.high:.3f}]"
     return cell
 
 
@@ -839,8 +843,9 @@ def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str)
         c = r.get("git_commit")
         if c:
             commits.append(f"{c[:10]}{' (dirty)' if r.get('git_dirty') else ''}")
-    trained = sel[~sel["model_reused"].astype(bool)] if not sel.empty else sel
-    models = sel.drop_duplicates(["encoding", "task", "train_length", "seed", "config_hash"]) if not sel.empty else sel
+    model_key = ["encoding", "task", "train_length", "seed", "config_hash"]
+    trained = sel[~sel["model_reused"].astype(bool)].drop_duplicates(model_key) if not sel.empty else sel
+    models = sel.drop_duplicates(model_key) if not sel.empty else sel
     statuses = sel["status"].value_counts().to_dict() if not sel.empty else {}
     starts = [r["started_at"] for r in runs if r.get("started_at") is not None]
     ends = [r["finished_at"] for r in runs if r.get("finished_at") is not None]
@@ -866,6 +871,7 @@ def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str)
         "n_models": int(len(models)),
         "n_trained": int(len(trained)),
         "train_time": _fmt_duration(float(trained["train_time_s"].fillna(0).sum()) if len(trained) else 0.0),
+        "all_train_time": _fmt_duration(float(models["train_time_s"].fillna(0).sum()) if len(models) else 0.0),
         "n_encodings": int(sel["encoding"].nunique()) if not sel.empty else 0,
         "n_tasks": int(sel.groupby(["task", "train_length"]).ngroups) if not sel.empty else 0,
         "n_seeds": int(sel["seed"].nunique()) if not sel.empty else 0,

@@ -79,7 +79,8 @@ def marker(shape: str, x: float, y: float, color: str, r: float = 3.6) -> str:
     if shape == "circle":
         return f'<circle cx="{_f(x)}" cy="{_f(y)}" r="{_f(r)}" fill="{color}"/>'
     if shape == "square":
-        return f'<rect x="{_f(x - r * 0.9)}" y="{_f(y - r * 0.9)}" width="{_f(1.8 * r)}" height="{_f(1.8 * r)}" fill="{color}"/>'
+        side = _f(1.8 * r)
+        return f'<rect x="{_f(x - r * 0.9)}" y="{_f(y - r * 0.9)}" width="{side}" height="{side}" fill="{color}"/>'
     if shape in ("triangle", "triangle-down"):
         s = 1 if shape == "triangle" else -1
         pts = [(x, y - s * r * 1.2), (x - r * 1.1, y + s * r * 0.8), (x + r * 1.1, y + s * r * 0.8)]
@@ -138,7 +139,8 @@ def _legend(series: Sequence[Series], x: float, y: float, refs: Sequence[tuple[s
     out = []
     for i, s in enumerate(series):
         yy = y + i * 17
-        out.append(f'<line x1="{_f(x)}" y1="{_f(yy)}" x2="{_f(x + 22)}" y2="{_f(yy)}" stroke="{s.color}" stroke-width="2"/>')
+        out.append(f'<line x1="{_f(x)}" y1="{_f(yy)}" x2="{_f(x + 22)}" y2="{_f(yy)}" stroke="{s.color}" '
+                   'stroke-width="2"/>')  # fmt: skip
         out.append(marker(s.marker, x + 11, yy, s.color))
         out.append(f'<text x="{_f(x + 28)}" y="{_f(yy + 4)}">{escape(s.name)}</text>')
     for j, (kind, label) in enumerate(refs):
@@ -228,7 +230,7 @@ def line_panel(
         cy = (py0 + py1) / 2
         out.append(f'<text transform="translate({_f(x0 + 12)},{_f(cy)}) rotate(-90)" text-anchor="middle">'
                    f"{escape(y_label)}</text>")  # fmt: skip
-    for v, label in hlines:
+    for v, _label in hlines:
         if lo <= v <= hi:
             yy = ya(v)
             color, dash = REF_STYLE["hline"]
@@ -241,9 +243,12 @@ def line_panel(
                    f'stroke-dasharray="{dash}" stroke-width="1.5"/>')  # fmt: skip
     for s in series:
         pts = [(xa(x), ya(y), h_) for x, y, h_ in s.points]
-        if any(p[2] is not None for p in s.points):
-            upper = [(xa(x), ya(y + (h_ or 0))) for x, y, h_ in s.points]
-            lower = [(xa(x), ya(y - (h_ or 0))) for x, y, h_ in s.points][::-1]
+        if any(p[2] is not None for p in s.points):  # the interval band, clipped to the axis range
+            def clip(v: float) -> float:
+                return min(max(v, lo), hi)
+
+            upper = [(xa(x), ya(clip(y + (h_ or 0)))) for x, y, h_ in s.points]
+            lower = [(xa(x), ya(clip(y - (h_ or 0)))) for x, y, h_ in s.points][::-1]
             out.append('<polygon points="' + " ".join(f"{_f(a)},{_f(b)}" for a, b in upper + lower)
                        + f'" fill="{s.color}" fill-opacity="0.14"/>')  # fmt: skip
         if len(pts) > 1:
@@ -298,6 +303,8 @@ def heatmap(
     """Heatmap panels side by side: ``rows`` are (label, label colour), each panel (title, matrix rows x cols) with
     values in [0, 1] coloured by ``color(value) -> (fill, text colour)``, missing values grey."""
     label_w = 12 + max((_text_w(r[0]) for r in rows), default=0)
+    if cols:  # a panel is at least as wide as its title
+        cell_w = max(cell_w, (max(_text_w(t, 12) for t, _ in panels_) + 12) / len(cols))
     col_h = 14 + max((_text_w(c) for c in cols), default=0) * 0.62  # labels rotated by -40 degrees
     top = 22 + col_h
     panel_w = cell_w * len(cols)
@@ -331,5 +338,6 @@ def heatmap(
         fill, _ = color(k / 49)  # type: ignore[operator]
         body.append(f'<rect x="{_f(label_w + k * 3)}" y="{_f(bar_y)}" width="3.2" height="9" fill="{fill}"/>')
     body.append(f'<text x="{_f(label_w)}" y="{_f(bar_y + 22)}" font-size="10">0 = chance</text>')
-    body.append(f'<text x="{_f(label_w + 150)}" y="{_f(bar_y + 22)}" font-size="10" text-anchor="end">1 = perfect</text>')
+    body.append(f'<text x="{_f(label_w + 150)}" y="{_f(bar_y + 22)}" font-size="10" text-anchor="end">'
+                "1 = perfect</text>")  # fmt: skip
     return _svg(max(width, label_w + 160), bar_y + 28, body, "heatmap")

@@ -170,7 +170,9 @@ def write_run(engine: Any, recs: Sequence[dict[str, Any]], info: dict[str, Any] 
             row = {k: rec[k] for k in db.RESULT_FIELDS if k in rec}
             rows.append({"id": rid, "run_id": run_id, **row})
             for p in rec.get("curve") or []:
-                points.append({"result_id": rid, "step": p["step"], "loss": p.get("loss"), "accuracy": p.get("accuracy")})
+                points.append(
+                    {"result_id": rid, "step": p["step"], "loss": p.get("loss"), "accuracy": p.get("accuracy")}
+                )
         if rows:
             s.execute(insert(db.Result), rows)
         if points:
@@ -215,7 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     t1 = time.perf_counter()
     info = render_report(url, out, "latest")
     print(f"database: {spec.n_results} results per run x 2 runs ({url}) written in {t1 - t0:.1f} s")
-    print(f"report: {info.path} {info.size_bytes / 1e6:.2f} MB, {info.n_results} results rendered in {info.seconds:.2f} s")
+    print(f"report: {info.path} {info.size_bytes / 1e6:.2f} MB, {info.n_results} results rendered in "
+          f"{info.seconds:.2f} s")  # fmt: skip
     return 0
 
 
