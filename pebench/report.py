@@ -166,7 +166,9 @@ class Cell:
 
     @property
     def half_text(self) -> str:
-        return "" if self.half is None else f"±{self.half:.{self.digits}f}"
+        if self.half is None or round(self.half, self.digits) == 0:
+            return ""
+        return f"±{self.half:.{self.digits}f}"
 
     @property
     def sort_value(self) -> str:
