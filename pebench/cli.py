@@ -1,4 +1,5 @@
-"""The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``."""
+"""The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``,
+``pebench report``."""
 
 from __future__ import annotations
 
@@ -70,6 +71,22 @@ def _results(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from pebench.report import render_report
+
+    info = render_report(args.db, args.output, args.run)
+    runs = ", ".join(str(r) for r in info.runs) or "none"
+    print(
+        f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
+        f"in {info.seconds:.2f} s"
+    )
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(info.path.resolve().as_uri())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -97,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", default="sqlite:///results.db")
     p.add_argument("--run", default=None, help="run id, latest or previous (default: all)")
     p.set_defaults(func=_results)
+
+    p = sub.add_parser("report", help="render the leaderboard of a run as one self-contained HTML page")
+    p.add_argument("--db", default="sqlite:///results.db")
+    p.add_argument("--run", default="latest", help="run id, latest, previous or all (default latest)")
+    p.add_argument("-o", "--output", default="leaderboard.html", help="output file (default leaderboard.html)")
+    p.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    p.set_defaults(func=_report)
     return parser
 
 

@@ -72,6 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption("--cache-dir", default=None, help="checkpoint directory (default <root>/.pebench_cache)")
     g.addoption("--no-cache", action="store_true", help="neither load nor save model checkpoints")
+    g.addoption("--report", default=None, metavar="PATH", help="render the run's HTML leaderboard to PATH at the end")
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -156,6 +157,11 @@ def pytest_configure(config: pytest.Config) -> None:
             for enc_name in state["encodings"]:
                 runner.describe(Case(enc_name, task_name, task.train_length))
         if not _is_worker(config):
+            report = config.getoption("report")
+            if report is not None:
+                parent = Path(report).expanduser().resolve().parent
+                if Path(report).is_dir() or not parent.is_dir():
+                    raise PebenchError(f"--report {report!r}: give a file name in an existing directory")
             url = db_url(config)
             config.pluginmanager.register(ResultWriter(config, db.open_db(url), url), "pebench-result-writer")
     except PebenchError as err:
@@ -245,6 +251,7 @@ class ResultWriter:
         self.url = url
         self.run_id: int | None = None
         self.statuses: dict[str, int] = {}
+        self.report_line = ""
 
     @property
     def written(self) -> int:
@@ -272,6 +279,20 @@ class ResultWriter:
         if self.run_id is not None:
             status = {0: "finished", 1: "finished", 2: "interrupted"}.get(int(exitstatus), "failed")
             db.finish_run(self.engine, self.run_id, status)
+            self.render_report()
+
+    def render_report(self) -> None:
+        """``--report PATH``: the leaderboard of this run, once the run is finished (controller only)."""
+        path = self.config.getoption("report")
+        if path is None or self.run_id is None:
+            return
+        from pebench.report import render_report
+
+        try:
+            info = render_report(self.url, path, self.run_id)
+            self.report_line = f"leaderboard -> {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.seconds:.2f} s)"
+        except PebenchError as err:
+            self.report_line = f"leaderboard not written: {err}"
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if not self.written:
@@ -279,3 +300,5 @@ class ResultWriter:
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
         terminalreporter.write_sep("-", "pebench")
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {self.url}")
+        if self.report_line:
+            terminalreporter.write_line(self.report_line)

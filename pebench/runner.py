@@ -24,12 +24,14 @@ from pebench import encodings, tasks
 from pebench.device import pick_device
 from pebench.encodings.base import EncodingContext
 from pebench.errors import PebenchError
-from pebench.hashing import config_hash
+from pebench.hashing import config_hash, derive_seed
 from pebench.models import ModelConfig, Transformer
 from pebench.tasks.base import Task
 from pebench.training import TrainConfig, TrainInfo, evaluate, train
 
 DEFAULT_STEPS = 600
+ATTENTION_TOKENS = 32
+"""Length of the sequence whose last-layer attention maps are stored with the training-length result."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,32 @@ def code_version(encoding_cls: type, task_cls: type) -> str:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+@torch.no_grad()
+def attention_snapshot(
+    model: Transformer, task: Task, seed: int, device: torch.device, n_tokens: int = ATTENTION_TOKENS
+) -> dict[str, Any]:
+    """The last layer's attention probabilities on the first ``n_tokens`` tokens of one evaluation sequence.
+
+    The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
+    from (seed, "attention", task, length), then cut to ``n_tokens``: attention is causal, so these rows equal the
+    top-left block of the full sequence's maps. Returns ``{"layer", "tokens", "scale", "heads"}``: ``heads[h][i]``
+    lists ``round(scale * p)`` for the keys ``0..i`` of query ``i`` (the causal lower triangle; ``scale`` 1000), a
+    compact form for the report's attention plots.
+    """
+    gen = torch.Generator().manual_seed(derive_seed(seed, "attention", task.name, task.train_length))
+    batch = task.sample(1, task.train_length, gen, task.eval_splits[0])
+    t = min(n_tokens, batch.inputs.shape[1])
+    tokens = batch.inputs[:, :t].to(device)
+    positions = None if batch.positions is None else batch.positions[..., :t].to(device)
+    maps = (model.attention_maps(tokens, positions, layer=-1)[0].float().cpu() * 1000).round().int()  # (H, t, t)
+    return {
+        "layer": len(model.blocks) - 1,
+        "tokens": tokens[0].tolist(),
+        "scale": 1000,
+        "heads": [[row[: i + 1] for i, row in enumerate(head)] for head in maps.tolist()],
+    }
 
 
 class Runner:
@@ -273,6 +301,8 @@ class Runner:
             )
             if not math.isfinite(main["loss"]):
                 record.update(status="diverged", message=f"non-finite evaluation loss at length {case.length}")
+            elif case.length == task.train_length:
+                record["metrics"]["attention"] = attention_snapshot(trained.model, task, case.seed, self.device)
         except PebenchError:
             raise
         except Exception as err:  # recorded, then reported as a failed case by the suite

@@ -1,0 +1,226 @@
+"""Synthetic results databases, for testing and timing the report without training any model.
+
+Scores come from a simple generative rule (an encoding's quality, decaying with the ratio of evaluation to training
+length, plus seed noise), so pages look like real ones; they are never presented as benchmark results. Rows go in
+with bulk inserts through the schema of :mod:`pebench.db`.
+
+``python -m pebench.synthetic --results 10000 --out /tmp/lb.html`` builds a database of 10,000 results and times
+the rendering of its leaderboard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import insert
+
+from pebench import db
+
+RUN_INFO = {
+    "package_version": "0.1.0",
+    "torch_version": "synthetic",
+    "python_version": "3",
+    "device": "cpu:synthetic",
+    "host": "synthetic",
+    "git_commit": "0123456789abcdef0123456789abcdef01234567",
+    "git_dirty": False,
+    "tier": "quick",
+}
+
+
+@dataclass
+class SynthTask:
+    name: str
+    train_length: int = 64
+    lengths: tuple[int, ...] = (64, 128, 256)
+    metric: str = "accuracy"
+    higher_is_better: bool = True
+    chance: float = 0.1
+    vocab: int = 16
+    splits: tuple[str, ...] = ("test",)
+
+
+@dataclass
+class SynthSpec:
+    encodings: Sequence[str]
+    tasks: Sequence[SynthTask]
+    seeds: int = 1
+    curve_points: int = 20
+    attention: bool = True
+    heads: int = 4
+    attention_tokens: int = 32
+    steps: int = 600
+    d_model: int = 128
+    statuses: dict[tuple[str, str, int, int], tuple[str, str]] = field(default_factory=dict)
+    """(encoding, task, length, seed) -> (status, message) for cases that did not finish ok."""
+
+    @property
+    def n_results(self) -> int:
+        return len(self.encodings) * sum(len(t.lengths) for t in self.tasks) * self.seeds
+
+
+def _quality(name: str) -> tuple[float, float]:
+    """A stable (in-distribution quality, length decay) per encoding name."""
+    h = sum((i + 1) * ord(c) for i, c in enumerate(name))
+    return 0.55 + 0.45 * ((h % 97) / 96), 0.05 + 0.4 * ((h % 89) / 88)
+
+
+def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list[dict[str, Any]]:
+    """One record per (encoding, task, length, seed), shaped like :meth:`pebench.runner.Runner.run`'s."""
+    rng = np.random.default_rng(rng_seed)
+    out = []
+    for enc in spec.encodings:
+        quality, decay = _quality(enc)
+        for task in spec.tasks:
+            config = {
+                "encoding": {"name": enc, "version": "1", "options": {}},
+                "task": {"name": task.name, "version": "1", "options": {}},
+                "model": {"vocab_size": task.vocab, "d_model": spec.d_model, "n_layers": 2, "n_heads": spec.heads},
+                "train": {"steps": spec.steps, "batch_size": 64, "lr": 0.003},
+                "eval": {"samples": 256},
+            }
+            from pebench.hashing import config_hash
+
+            chash = config_hash(config)
+            for seed in range(spec.seeds):
+                noise_q = float(rng.normal(0, 0.03))
+                curve = [
+                    {"step": int(spec.steps * (i + 1) / spec.curve_points),
+                     "loss": math.log(task.vocab) * math.exp(-3 * quality * (i + 1) / spec.curve_points) + 0.05,
+                     "accuracy": min(1.0, quality * (i + 1) / spec.curve_points)}
+                    for i in range(spec.curve_points)
+                ]  # fmt: skip
+                for length in task.lengths:
+                    ratio = max(0.0, math.log2(length / task.train_length))
+                    q = min(1.0, max(0.0, quality + noise_q + run_offset - decay * ratio))
+                    splits = {}
+                    for i, split in enumerate(task.splits):
+                        qs = min(1.0, max(0.0, q - 0.05 * i * ratio))
+                        if task.higher_is_better:
+                            acc = task.chance + (1 - task.chance) * qs
+                            loss = -math.log(max(acc, 1e-3))
+                        else:
+                            loss = math.log(task.vocab) * (1 - 0.7 * qs)
+                            acc = qs * 0.6
+                        splits[split] = {"loss": loss, "token_accuracy": acc, "sequence_accuracy": acc**4,
+                                         "perplexity": math.exp(loss), "n_samples": 256, "n_scored": 256}  # fmt: skip
+                    main = splits[task.splits[0]]
+                    status, message = spec.statuses.get((enc, task.name, length, seed), ("ok", ""))
+                    metrics: dict[str, Any] = {"splits": splits}
+                    if spec.attention and length == task.train_length:
+                        t = spec.attention_tokens
+                        heads = []
+                        dist = np.arange(t)[:, None] - np.arange(t)[None, :]
+                        for h in range(spec.heads):  # softmax of a per-head distance penalty plus noise
+                            logits = -(0.05 + 0.5 * h) * dist + rng.normal(0, 0.5, (t, t))
+                            w = np.exp(np.where(dist >= 0, logits, -np.inf))
+                            w = np.rint(1000 * w / w.sum(axis=1, keepdims=True)).astype(int).tolist()
+                            heads.append([row[: i + 1] for i, row in enumerate(w)])
+                        metrics["attention"] = {"layer": 1, "tokens": list(range(t)), "scale": 1000, "heads": heads}
+                    rec = {
+                        "case_id": f"{enc}-{task.name}-L{length}",
+                        "encoding": enc,
+                        "encoding_version": "1",
+                        "task": task.name,
+                        "task_version": "1",
+                        "train_length": task.train_length,
+                        "eval_length": length,
+                        "seed": seed,
+                        "config": config,
+                        "config_hash": chash,
+                        "code_version": "synthetic",
+                        "status": status,
+                        "message": message,
+                        "metric": task.metric,
+                        "higher_is_better": task.higher_is_better,
+                        "chance_level": task.chance,
+                        "train_steps": spec.steps,
+                        "train_time_s": 30.0 + 10 * quality,
+                        "tokens_per_s": 1e5,
+                        "final_train_loss": curve[-1]["loss"],
+                        "eval_time_s": 0.5,
+                        "model_reused": length != task.lengths[0],
+                        "metrics": metrics if status == "ok" else {},
+                        "curve": curve,
+                    }
+                    if status == "ok":
+                        score = main["perplexity"] if task.metric == "perplexity" else main["token_accuracy"]
+                        rec.update(score=score, loss=main["loss"], token_accuracy=main["token_accuracy"],
+                                   sequence_accuracy=main["sequence_accuracy"])  # fmt: skip
+                    out.append(rec)
+    return out
+
+
+def write_run(engine: Any, recs: Sequence[dict[str, Any]], info: dict[str, Any] | None = None) -> int:
+    """A finished run holding ``recs`` (and their learning curves), written with bulk inserts; returns its id."""
+    run_id = db.start_run(engine, dict(RUN_INFO, **(info or {})))
+    with db.session_scope(engine) as s:
+        start = (s.query(db.Result.id).order_by(db.Result.id.desc()).limit(1).scalar() or 0) + 1
+        rows, points = [], []
+        for i, rec in enumerate(recs):
+            rid = start + i
+            row = {k: rec[k] for k in db.RESULT_FIELDS if k in rec}
+            rows.append({"id": rid, "run_id": run_id, **row})
+            for p in rec.get("curve") or []:
+                points.append(
+                    {"result_id": rid, "step": p["step"], "loss": p.get("loss"), "accuracy": p.get("accuracy")}
+                )
+        if rows:
+            s.execute(insert(db.Result), rows)
+        if points:
+            s.execute(insert(db.CurvePoint), points)
+    db.finish_run(engine, run_id, "finished")
+    return run_id
+
+
+def standard_spec(n_results: int = 10_000) -> SynthSpec:
+    """Up to 20 encodings x 10 tasks x 5 lengths, seeds filling up to ``n_results`` (at least one seed)."""
+    tasks = [
+        SynthTask(f"task{i:02d}", 64, (64, 128, 256, 512, 1024), chance=1 / (2 + i), vocab=16 + i)
+        for i in range(8)
+    ]
+    tasks.append(SynthTask("passkey_like", 128, (128, 256, 512, 1024, 2048), chance=0.1, vocab=14,
+                           splits=tuple(f"depth{d:.2f}" for d in (0, 0.25, 0.5, 0.75, 1.0))))  # fmt: skip
+    tasks.append(SynthTask("lm_like", 128, (128, 256, 512, 1024, 2048), metric="perplexity", higher_is_better=False,
+                           chance=260.0, vocab=260))  # fmt: skip
+    encodings = [f"enc{i:02d}" for i in range(20)]
+    per_seed = len(encodings) * sum(len(t.lengths) for t in tasks)
+    return SynthSpec(encodings, tasks, seeds=max(1, n_results // per_seed))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pebench.report import render_report
+
+    p = argparse.ArgumentParser(prog="python -m pebench.synthetic", description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=int, default=10_000, help="number of results (default 10000)")
+    p.add_argument("--db", default=None, help="database URL (default: a new file beside --out)")
+    p.add_argument("--out", default="synthetic-leaderboard.html")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    url = args.db or f"sqlite:///{out.with_suffix('.db')}"
+    if args.db is None and out.with_suffix(".db").exists():
+        out.with_suffix(".db").unlink()
+    spec = standard_spec(args.results)
+    t0 = time.perf_counter()
+    engine = db.open_db(url)
+    write_run(engine, records(spec, 0.0, 1))
+    write_run(engine, records(spec, 0.02, 2))  # the rendered run, with a previous comparable one for deltas
+    engine.dispose()
+    t1 = time.perf_counter()
+    info = render_report(url, out, "latest")
+    print(f"database: {spec.n_results} results per run x 2 runs ({url}) written in {t1 - t0:.1f} s")
+    print(f"report: {info.path} {info.size_bytes / 1e6:.2f} MB, {info.n_results} results rendered in "
+          f"{info.seconds:.2f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
