@@ -1,5 +1,5 @@
 """The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``,
-``pebench report``."""
+``pebench report``, ``pebench compare``."""
 
 from __future__ import annotations
 
@@ -87,6 +87,17 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    import json
+
+    from pebench.compare import Tolerances, compare_runs, render
+
+    tol = Tolerances(accuracy=args.tolerance, perplexity=args.ppl_tolerance, speed=args.speed_tolerance)
+    cmp = compare_runs(args.db, args.base, args.current, tol)
+    print(json.dumps(cmp.to_dict(), indent=2) if args.json else render(cmp))
+    return 1 if cmp.regressed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -121,6 +132,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="leaderboard.html", help="output file (default leaderboard.html)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.set_defaults(func=_report)
+
+    p = sub.add_parser(
+        "compare",
+        help="regressions between two runs (exit 1 when anything regressed, 2 on bad input)",
+        description="Compare two runs per (encoding, task, length): mean over seeds with a bootstrap CI, delta and "
+        "a verdict regressed / improved / same; training speed per model. Exit status 1 when anything regressed, "
+        "0 otherwise, 2 on bad input.",
+    )
+    p.add_argument("base", metavar="BASE", help="run id, latest or previous")
+    p.add_argument("current", metavar="CURRENT", help="run id, latest or previous")
+    p.add_argument("--db", default="sqlite:///results.db")
+    p.add_argument("--tolerance", type=float, default=0.02, help="absolute accuracy drop tolerated (default 0.02)")
+    p.add_argument("--ppl-tolerance", type=float, default=0.05,
+                   help="relative perplexity rise tolerated (default 0.05)")  # fmt: skip
+    p.add_argument("--speed-tolerance", type=float, default=0.15,
+                   help="relative training-throughput drop tolerated (default 0.15)")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_compare)
     return parser
 
 

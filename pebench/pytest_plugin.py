@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
-from pebench import db, encodings, tasks
+from pebench import db, encodings, nightly, tasks
 from pebench.device import pick_device
 from pebench.errors import PebenchError
 from pebench.options import parse_assignments
@@ -38,6 +39,7 @@ __all__ = [
     "pytest_collection_modifyitems",
     "pebench_runner",
     "pebench_settings",
+    "pebench_baseline",
 ]
 
 
@@ -73,6 +75,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--cache-dir", default=None, help="checkpoint directory (default <root>/.pebench_cache)")
     g.addoption("--no-cache", action="store_true", help="neither load nor save model checkpoints")
     g.addoption("--report", default=None, metavar="PATH", help="render the run's HTML leaderboard to PATH at the end")
+
+    nightly.add_options(parser)
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -164,6 +168,11 @@ def pytest_configure(config: pytest.Config) -> None:
                     raise PebenchError(f"--report {report!r}: give a file name in an existing directory")
             url = db_url(config)
             config.pluginmanager.register(ResultWriter(config, db.open_db(url), url), "pebench-result-writer")
+        # --reuse / --baseline / --deterministic (pebench.nightly)
+        nightly.configure(config, state, db_url(config), runner, _is_worker(config))
+        if not _is_worker(config):
+            summary = nightly.NightlySummary(RESULT_PROPERTY, state["baseline"])
+            config.pluginmanager.register(summary, "pebench-nightly-summary")
     except PebenchError as err:
         raise pytest.UsageError(str(err)) from None
 
@@ -227,15 +236,30 @@ def pebench_runner(pytestconfig: pytest.Config, pebench_settings: Settings) -> R
     settings = pebench_settings
     if _is_worker(pytestconfig):
         settings.progress = False
-    return Runner(settings, progress_context=progress_context)
+    reuse = None
+    if pytestconfig.getoption("reuse"):
+        from pebench.reuse import ReuseLookup
+
+        reuse = ReuseLookup(db_url(pytestconfig), pick_device(settings.device).type)
+    return Runner(settings, progress_context=progress_context, reuse=reuse)
+
+
+@pytest.fixture(scope="session")
+def pebench_baseline(pytestconfig: pytest.Config) -> Any:
+    """The :class:`pebench.compare.Baseline` of ``--baseline`` (None without it)."""
+    return pytestconfig.stash[_STATE].get("baseline")
 
 
 def _options_for_run(config: pytest.Config) -> dict[str, Any]:
     names = [
         "tier", "steps", "seeds", "d_model", "layers", "heads", "batch_size", "lr", "eval_samples", "device",
         "encoding", "task", "encoding_options", "task_options", "no_cache",
+        "reuse", "baseline", "tolerance", "ppl_tolerance", "deterministic",
     ]  # fmt: skip
     opts = {n: config.getoption(n) for n in names}
+    opts["torch_deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
+    baseline = config.stash[_STATE].get("baseline")
+    opts["baseline_run"] = baseline.run_id if baseline is not None else None
     opts["keyword"] = config.option.keyword
     opts["markexpr"] = config.option.markexpr
     opts["numprocesses"] = getattr(config.option, "numprocesses", None)

@@ -2,7 +2,14 @@
 
 Each case trains the model for its (encoding, task, seed, config) or reuses it, evaluates at its length and hands
 its record to the results database. A diverged model is a result, not a bug: it is recorded and the case is
-reported as xfailed. Any other error is recorded with its message and the case fails.
+reported as xfailed. Any other error is recorded with its message and the case fails. With ``--baseline`` a case
+also fails when its score regressed against the baseline run (the numbers are in the message).
+
+Speed: training is timed with pytest-benchmark (``benchmark.pedantic``, one round, one iteration) in the one case
+that actually trains its model -- the other lengths of that model, results copied by ``--reuse`` and models loaded
+from a checkpoint train nothing and add no benchmark entry. The training throughput (tokens/s) goes into the
+benchmark's ``extra_info`` and, independently of pytest-benchmark (which disables itself under xdist), into the
+database.
 """
 
 import json
@@ -12,11 +19,25 @@ import pytest
 from pebench.pytest_plugin import RESULT_PROPERTY
 
 
-def test_case(pebench_case, pebench_runner, record_property):
-    record = pebench_runner.run(pebench_case)
+# only the case that trains a model uses the benchmark fixture (see the module docstring)
+@pytest.mark.filterwarnings("ignore:Benchmark fixture was not used")
+def test_case(pebench_case, pebench_runner, pebench_baseline, benchmark, record_property):
+    benchmark.group = "training"
+    pebench_runner.train_timer = lambda train: benchmark.pedantic(train, rounds=1, iterations=1, warmup_rounds=0)
+    try:
+        record = pebench_runner.run(pebench_case)
+    finally:
+        pebench_runner.train_timer = None
+    benchmark.extra_info.update(
+        tokens_per_s=record.get("tokens_per_s"), train_steps=record.get("train_steps"), status=record["status"]
+    )
     record_property(RESULT_PROPERTY, json.dumps(record))
     if record["status"] == "diverged":
         pytest.xfail(f"diverged: {record['message']}")
     if record["status"] == "error":
         pytest.fail(f"{pebench_case.id}: {record['message']}\n{record['metrics'].get('traceback', '')}")
     assert record["score"] is not None
+    if pebench_baseline is not None:
+        regression = pebench_baseline.check(record)
+        if regression:
+            pytest.fail(regression, pytrace=False)

@@ -1,0 +1,397 @@
+"""Regression verdicts between two runs (``pebench compare``) and against a baseline inside the suite
+(``pytest suite --baseline``).
+
+Accuracy (``pebench compare``): the seeds of each (encoding, task, evaluation length) are aggregated into a mean with
+a bootstrap confidence interval (:func:`pebench.stats.estimate`). A case **regressed** when its score got worse by
+more than the tolerance -- ``accuracy`` absolute (default 0.02) for accuracy-like metrics, ``perplexity`` relative
+(default 5%) for perplexity -- *and*, when either run has several seeds, the two intervals do not overlap. It
+**improved** under the mirrored condition, and is the **same** otherwise. The direction comes from the result's
+``higher_is_better``. A case whose configuration differs between the runs is listed as not comparable; a case with
+an ``ok`` result in the base run but none in the current run (diverged, error) regressed.
+
+Speed: training throughput (tokens/s) per (encoding, task), one value per seed, regressed when it dropped by more
+than ``speed`` (default 15%) relative and, with several seeds, the intervals do not overlap.
+
+Inside the suite each case is one seed, so a case is checked against the baseline's result for the same seed
+(paired: on CPU an unchanged model gives the identical number) and fails when it is worse by more than the
+tolerance -- and, when the baseline has several seeds, also worse than the worst baseline seed (outside the seeds'
+noise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from pebench import db
+from pebench.errors import PebenchError
+from pebench.results import load
+from pebench.stats import Estimate, estimate
+
+KEY = ("encoding", "task", "eval_length")
+
+
+class CompareError(PebenchError):
+    """Runs that cannot be compared: unknown ids, no case in common, incompatible configurations."""
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    accuracy: float = 0.02  # absolute, for metrics other than perplexity
+    perplexity: float = 0.05  # relative
+    speed: float = 0.15  # relative drop of training tokens/s
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not (value >= 0 and math.isfinite(value)):
+                raise CompareError(f"tolerance {name} must be a non-negative number, got {value}")
+
+
+def _relative(metric: str) -> bool:
+    return metric == "perplexity"
+
+
+def threshold(metric: str, base: float, tol: Tolerances) -> float:
+    """The change of the score that counts as more than the tolerance, in the metric's own units."""
+    return tol.perplexity * abs(base) if _relative(metric) else tol.accuracy
+
+
+def gain(base: float, current: float, higher_is_better: bool) -> float:
+    """How much better ``current`` is than ``base`` (negative: worse)."""
+    return current - base if higher_is_better else base - current
+
+
+def verdict(base: Estimate, current: Estimate, limit: float, higher_is_better: bool) -> str:
+    """regressed / improved / same: the change must exceed ``limit`` and, with several seeds on either side, the
+    intervals must not overlap."""
+    g = gain(base.mean, current.mean, higher_is_better)
+    noisy = (base.n > 1 or current.n > 1) and base.overlaps(current)
+    if abs(g) <= limit or noisy:
+        return "same"
+    return "improved" if g > 0 else "regressed"
+
+
+def _est(e: Estimate | None) -> dict[str, Any] | None:
+    return None if e is None else {"mean": e.mean, "low": e.low, "high": e.high, "n": e.n, "iqm": e.iqm}
+
+
+@dataclass
+class CaseComparison:
+    encoding: str
+    task: str
+    eval_length: int
+    metric: str
+    higher_is_better: bool
+    base: Estimate | None
+    current: Estimate | None
+    delta: float | None
+    verdict: str
+    note: str = ""
+
+    @property
+    def case(self) -> str:
+        return f"{self.encoding}-{self.task}-L{self.eval_length}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "encoding": self.encoding,
+            "task": self.task,
+            "eval_length": self.eval_length,
+            "metric": self.metric,
+            "higher_is_better": self.higher_is_better,
+            "base": _est(self.base),
+            "current": _est(self.current),
+            "delta": self.delta,
+            "verdict": self.verdict,
+            "note": self.note,
+        }
+
+
+@dataclass
+class SpeedComparison:
+    encoding: str
+    task: str
+    base: Estimate
+    current: Estimate
+    change: float  # relative change of tokens/s
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": f"{self.encoding}-{self.task}",
+            "encoding": self.encoding,
+            "task": self.task,
+            "base_tokens_per_s": _est(self.base),
+            "current_tokens_per_s": _est(self.current),
+            "change": self.change,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass
+class Comparison:
+    base_run: int
+    current_run: int
+    tolerances: Tolerances
+    cases: list[CaseComparison] = field(default_factory=list)
+    speed: list[SpeedComparison] = field(default_factory=list)
+    only_in_base: list[str] = field(default_factory=list)
+    only_in_current: list[str] = field(default_factory=list)
+    incompatible: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[CaseComparison]:
+        return [c for c in self.cases if c.verdict == "regressed"]
+
+    @property
+    def speed_regressions(self) -> list[SpeedComparison]:
+        return [s for s in self.speed if s.verdict == "regressed"]
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.regressions or self.speed_regressions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base_run": self.base_run,
+            "current_run": self.current_run,
+            "tolerances": asdict(self.tolerances),
+            "regressed": self.regressed,
+            "accuracy_regressions": [c.case for c in self.regressions],
+            "speed_regressions": [f"{s.encoding}-{s.task}" for s in self.speed_regressions],
+            "cases": [c.to_dict() for c in self.cases],
+            "speed": [s.to_dict() for s in self.speed],
+            "only_in_base": self.only_in_base,
+            "only_in_current": self.only_in_current,
+            "incompatible": self.incompatible,
+        }
+
+
+def _case_name(key: tuple[Any, ...]) -> str:
+    return f"{key[0]}-{key[1]}-L{key[2]}"
+
+
+def config_difference(a: Any, b: Any, prefix: str = "") -> list[str]:
+    """Human-readable differences between two config dicts, e.g. ``['train.steps: 3 vs 5']``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for k in sorted(set(a) | set(b), key=str):
+            out += config_difference(a.get(k), b.get(k), f"{prefix}{k}.")
+        return out
+    return [] if a == b else [f"{prefix.rstrip('.')}: {a} vs {b}"]
+
+
+def _ok_scores(rows: pd.DataFrame) -> list[float]:
+    ok = rows[rows["status"] == "ok"]
+    return [float(v) for v in ok["score"] if v is not None and math.isfinite(v)]
+
+
+def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, base_run: int = 0,
+                   current_run: int = 0) -> Comparison:  # fmt: skip
+    """Compare two runs' results (DataFrames as from :func:`pebench.results.load`)."""
+    out = Comparison(base_run, current_run, tol)
+    if base.empty or current.empty:
+        empty = base_run if base.empty else current_run
+        raise CompareError(f"run {empty} has no results to compare")
+    b_groups = {k: g for k, g in base.groupby(list(KEY), sort=True)}
+    c_groups = {k: g for k, g in current.groupby(list(KEY), sort=True)}
+    out.only_in_base = [_case_name(k) for k in sorted(set(b_groups) - set(c_groups))]
+    out.only_in_current = [_case_name(k) for k in sorted(set(c_groups) - set(b_groups))]
+    common = sorted(set(b_groups) & set(c_groups))
+    if not common:
+        raise CompareError(f"runs {base_run} and {current_run} have no case in common")
+    example = ""
+    for key in common:
+        b, c = b_groups[key], c_groups[key]
+        key = (str(key[0]), str(key[1]), int(key[2]))
+        hashes = set(b["config_hash"]) & set(c["config_hash"])
+        if not hashes:
+            out.incompatible.append(_case_name(key))
+            diff = config_difference(b.iloc[0]["config"], c.iloc[0]["config"])
+            example = example or f"{_case_name(key)}: {'; '.join(diff[:3]) or 'config hash differs'}"
+            continue
+        h = sorted(hashes)[0]
+        b, c = b[b["config_hash"] == h], c[c["config_hash"] == h]
+        metric, hib = str(c.iloc[0]["metric"]), bool(c.iloc[0]["higher_is_better"])
+        bv, cv = _ok_scores(b), _ok_scores(c)
+        be, ce = (estimate(bv) if bv else None), (estimate(cv) if cv else None)
+        if be is not None and ce is not None:
+            v = verdict(be, ce, threshold(metric, be.mean, tol), hib)
+            row = CaseComparison(*key, metric, hib, be, ce, ce.mean - be.mean, v)
+        elif be is not None:
+            statuses = ",".join(sorted(set(c["status"])))
+            row = CaseComparison(*key, metric, hib, be, None, None, "regressed", f"current run: {statuses}")
+        elif ce is not None:
+            statuses = ",".join(sorted(set(b["status"])))
+            row = CaseComparison(*key, metric, hib, None, ce, None, "improved", f"base run: {statuses}")
+        else:
+            row = CaseComparison(*key, metric, hib, None, None, None, "same", "no ok result in either run")
+        out.cases.append(row)
+    if not out.cases:
+        raise CompareError(
+            f"runs {base_run} and {current_run} have no case with the same config "
+            f"({len(out.incompatible)} differ, e.g. {example})"
+        )
+    out.speed = _compare_speed(base, current, {(c.encoding, c.task) for c in out.cases}, tol)
+    return out
+
+
+def _throughput(rows: pd.DataFrame) -> list[float]:
+    """One training throughput per seed (all lengths of a seed share one trained model)."""
+    rows = rows[rows["tokens_per_s"].notna() & (rows["tokens_per_s"] > 0)]
+    return [float(v) for v in rows.groupby("seed")["tokens_per_s"].first()]
+
+
+def _compare_speed(base: pd.DataFrame, current: pd.DataFrame, models: Iterable[tuple[str, str]],
+                   tol: Tolerances) -> list[SpeedComparison]:  # fmt: skip
+    out = []
+    for enc, task in sorted(models):
+        b = base[(base["encoding"] == enc) & (base["task"] == task)]
+        c = current[(current["encoding"] == enc) & (current["task"] == task)]
+        hashes = set(b["config_hash"]) & set(c["config_hash"])
+        bv = _throughput(b[b["config_hash"].isin(hashes)])
+        cv = _throughput(c[c["config_hash"].isin(hashes)])
+        if not bv or not cv:
+            continue
+        be, ce = estimate(bv), estimate(cv)
+        change = (ce.mean - be.mean) / be.mean
+        v = verdict(be, ce, tol.speed * be.mean, higher_is_better=True)
+        out.append(SpeedComparison(enc, task, be, ce, change, v))
+    return out
+
+
+def compare_runs(url: str, base: int | str, current: int | str, tol: Tolerances | None = None) -> Comparison:
+    """Compare run ``base`` with run ``current`` (ids, ``latest`` or ``previous``) of the database at ``url``."""
+    engine = db.open_db(url, create=False)
+    try:
+        base_id, current_id = db.resolve_run_id(engine, base), db.resolve_run_id(engine, current)
+    finally:
+        engine.dispose()
+    if base_id == current_id:
+        raise CompareError(f"BASE and CURRENT are the same run ({base_id})")
+    return compare_frames(load(url, base_id), load(url, current_id), tol or Tolerances(), base_id, current_id)
+
+
+# -- text output -------------------------------------------------------------------------------------------------
+def _fmt(e: Estimate | None, digits: int = 3) -> str:
+    if e is None:
+        return "-"
+    if e.n == 1:
+        return f"{e.mean:.{digits}f}"
+    return f"{e.mean:.{digits}f} [{e.low:.{digits}f},{e.high:.{digits}f}] n={e.n}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
+    return [line(header), line(["-" * w for w in widths]), *[line(r) for r in rows]]
+
+
+def render(cmp: Comparison) -> str:
+    t = cmp.tolerances
+    lines = [
+        f"base run {cmp.base_run} -> current run {cmp.current_run}  (tolerance: accuracy {t.accuracy:g} absolute, "
+        f"perplexity {t.perplexity:.0%} relative, speed {t.speed:.0%}; means with 95% bootstrap CI over seeds)",
+        "",
+    ]
+    rows = [
+        [c.case, c.metric, _fmt(c.base), _fmt(c.current), "-" if c.delta is None else f"{c.delta:+.3f}",
+         c.verdict + (f" ({c.note})" if c.note else "")]
+        for c in cmp.cases
+    ]  # fmt: skip
+    lines += _table(["case", "metric", "base", "current", "delta", "verdict"], rows)
+    if cmp.speed:
+        lines += ["", "training speed (tokens/s):"]
+        rows = [
+            [f"{s.encoding}-{s.task}", _fmt(s.base, 0), _fmt(s.current, 0), f"{s.change:+.1%}", s.verdict]
+            for s in cmp.speed
+        ]
+        lines += _table(["model", "base", "current", "change", "verdict"], rows)
+    for title, names in (
+        ("only in base run", cmp.only_in_base),
+        ("only in current run", cmp.only_in_current),
+        ("not comparable (config differs)", cmp.incompatible),
+    ):
+        if names:
+            lines += ["", f"{title} ({len(names)}): {', '.join(names)}"]
+    lines += [
+        "",
+        f"{len(cmp.regressions)} accuracy regression(s), {len(cmp.speed_regressions)} speed regression(s), "
+        f"{sum(c.verdict == 'improved' for c in cmp.cases)} improved, {sum(c.verdict == 'same' for c in cmp.cases)} "
+        "same",
+    ]
+    return "\n".join(lines)
+
+
+# -- the suite's baseline ------------------------------------------------------------------------------------------
+class Baseline:
+    """A baseline run's ok results, for checking each suite case as it finishes (``pytest suite --baseline``)."""
+
+    def __init__(self, run_id: int, frame: pd.DataFrame, tol: Tolerances) -> None:
+        self.run_id = run_id
+        self.tol = tol
+        self.frame = frame
+        self.keys = set(zip(frame["encoding"], frame["task"], frame["eval_length"], strict=True))
+        self.config_hashes = set(frame["config_hash"])
+
+    @classmethod
+    def load(cls, url: str, run_id: int, tol: Tolerances) -> Baseline:
+        return cls(run_id, load(url, run_id), tol)
+
+    def check_compatible(self, configs: dict[tuple[str, str], tuple[str, dict[str, Any]]]) -> None:
+        """``configs``: (encoding, task) -> (config hash, config) of the selected cases. Raises CompareError when
+        the baseline has no case in common or none of the same config."""
+        models = {(e, t) for e, t, _ in self.keys}
+        common = sorted(models & set(configs))
+        if not common:
+            raise CompareError(f"baseline run {self.run_id} has no case in common with the selected encodings/tasks")
+        if not any(configs[m][0] in self.config_hashes for m in common):
+            enc, task = common[0]
+            rows = self.frame[(self.frame["encoding"] == enc) & (self.frame["task"] == task)]
+            diff = config_difference(rows.iloc[0]["config"], configs[(enc, task)][1])
+            raise CompareError(
+                f"baseline run {self.run_id} is from an incompatible config (e.g. {enc}-{task}: "
+                f"{'; '.join(diff[:3]) or 'config hash differs'}); bless a new baseline or pick another run"
+            )
+
+    def check(self, record: dict[str, Any]) -> str | None:
+        """A failure message with the numbers when ``record`` regressed against the baseline, else None."""
+        f = self.frame
+        same = (f["encoding"] == record["encoding"]) & (f["task"] == record["task"])
+        same &= (f["eval_length"] == record["eval_length"]) & (f["config_hash"] == record["config_hash"])
+        rows = f[same]
+        values = rows[rows["status"] == "ok"]
+        values = values[values["score"].notna()]
+        if values.empty or record.get("status") != "ok" or record.get("score") is None:
+            return None
+        same_seed = values[values["seed"] == record["seed"]]
+        ref = float(same_seed["score"].iloc[-1]) if not same_seed.empty else float(values["score"].mean())
+        hib = bool(record["higher_is_better"])
+        metric = record["metric"]
+        x = float(record["score"])
+        limit = threshold(metric, ref, self.tol)
+        drop = -gain(ref, x, hib)
+        if drop <= limit:
+            return None
+        all_scores = values["score"].astype(float)
+        worst = all_scores.min() if hib else all_scores.max()
+        if len(all_scores) > 1 and gain(worst, x, hib) >= 0:
+            return None  # within the spread of the baseline's seeds
+        seed_note = f"seed {record['seed']}" if not same_seed.empty else "baseline mean of other seeds"
+        spread = ""
+        if len(all_scores) > 1:
+            est = estimate(all_scores.tolist())
+            spread = (
+                f"; baseline over {est.n} seeds: mean {est.mean:.4f} [{est.low:.4f}, {est.high:.4f}], "
+                f"worst {worst:.4f}"
+            )
+        tol = f"{self.tol.perplexity:.0%} relative" if _relative(metric) else f"{self.tol.accuracy:g}"
+        return (
+            f"{record['case_id']} (seed {record['seed']}) regressed against baseline run {self.run_id}: {metric} "
+            f"{x:.4f} vs {ref:.4f} ({seed_note}), worse by {drop:.4f} > tolerance {tol}{spread}"
+        )

@@ -1,0 +1,89 @@
+"""Result reuse (``pytest suite --reuse``): copy an earlier result instead of training again.
+
+A result is reusable for a new case when an earlier ``ok`` result has the same encoding, task, seed, train and
+evaluation length, configuration hash (which covers every setting but the seed and length), code version (a hash of
+the source files that affect training, :func:`pebench.runner.code_version`), encoding and task versions, and was
+computed on the same device type (cpu / cuda / mps: their numbers differ). The newest such result is copied into
+the current run as a new row with ``model_reused`` set and ``reused_from`` = the id of the result that was actually
+computed (a copy of a copy points at the original).
+
+The lookup only reads the database, so it runs in xdist workers too; the copied record travels to the controller
+like any other record, and only the controller writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from pebench import db
+
+MATCH_FIELDS = (
+    "encoding",
+    "task",
+    "seed",
+    "train_length",
+    "eval_length",
+    "config_hash",
+    "code_version",
+    "encoding_version",
+    "task_version",
+)
+
+
+class ReuseLookup:
+    """Callable for :class:`pebench.runner.Runner`'s ``reuse`` hook: ``lookup(record)`` -> copied record or None."""
+
+    def __init__(self, url: str, device_type: str) -> None:
+        self.url = url
+        self.device_type = device_type
+        self._engine: Engine | None = None
+        self.hits = 0
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = db.open_db(self.url, create=False)
+        return self._engine
+
+    def find(self, record: dict[str, Any]) -> db.Result | None:
+        """The newest earlier ``ok`` result matching ``record``'s identity (see the module docstring)."""
+        query = (
+            select(db.Result)
+            .join(db.Run, db.Result.run_id == db.Run.id)
+            .where(db.Result.status == "ok", db.Run.device.like(f"{self.device_type}%"))
+            .order_by(db.Result.id.desc())
+            .limit(1)
+        )
+        for name in MATCH_FIELDS:
+            query = query.where(getattr(db.Result, name) == record[name])
+        with Session(self.engine) as s:
+            found = s.scalars(query).first()
+            if found is not None:
+                _ = list(found.curve)  # load before the session closes
+                s.expunge_all()
+        return found
+
+    def __call__(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        old = self.find(record)
+        if old is None:
+            return None
+        self.hits += 1
+        copied = {name: getattr(old, name) for name in db.RESULT_FIELDS}
+        origin = old.reused_from or old.id
+        copied.update(
+            case_id=record["case_id"],
+            model_reused=True,
+            reused_from=origin,
+            message=f"reused result {origin}",
+            curve=[{"step": p.step, "loss": p.loss, "accuracy": p.accuracy} for p in old.curve],
+        )
+        return copied
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
