@@ -46,7 +46,7 @@ def suite(pytester, *args):
 def test_reuse_benchmark_and_baseline(pytester, tmp_path):
     db_file = tmp_path / "n.db"
     url = f"sqlite:///{db_file}"
-    args = ["-k", "rope and k_back and L64", "--steps", "3", "--db", url, "--no-cache", *TINY]
+    args = ["--encoding", "rope", "-k", "k_back and L64", "--steps", "3", "--db", url, "--no-cache", *TINY]
 
     # 1: trains; pytest-benchmark times the training, --benchmark-json holds it with the throughput
     ret, out = suite(pytester, *args, "--benchmark-json", str(tmp_path / "b.json"))

@@ -217,7 +217,7 @@ def test_suite_report_option(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'r.db'}"
     page = tmp_path / "lb.html"
-    args = ["-k", "rope and k_back and L64", "--steps", "2", "--db", url, "--no-cache", "--report", str(page), *TINY]
+    args = ["--encoding", "rope", "-k", "k_back and L64", "--steps", "2", "--db", url, "--no-cache", "--report", str(page), *TINY]
     proc = run_suite(*args, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "leaderboard -> " in proc.stdout
