@@ -61,7 +61,7 @@ def make_db(path, second_run=True):
     url = f"sqlite:///{path}"
     engine = db.open_db(url)
     runs = []
-    for shift in ((0.0, 0.05) if second_run else (0.0,)):
+    for shift in (0.0, 0.05) if second_run else (0.0,):
         run_id = db.start_run(engine, RUN)
         for enc, by_len in ACC.items():
             for L, score in by_len.items():
@@ -217,7 +217,20 @@ def test_suite_report_option(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'r.db'}"
     page = tmp_path / "lb.html"
-    args = ["--encoding", "rope", "-k", "k_back and L64", "--steps", "2", "--db", url, "--no-cache", "--report", str(page), *TINY]
+    args = [
+        "--encoding",
+        "rope",
+        "-k",
+        "k_back and L64",
+        "--steps",
+        "2",
+        "--db",
+        url,
+        "--no-cache",
+        "--report",
+        str(page),
+        *TINY,
+    ]
     proc = run_suite(*args, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "leaderboard -> " in proc.stdout
