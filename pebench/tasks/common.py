@@ -20,11 +20,12 @@ sequence.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
 
+from pebench.options import Option
 from pebench.tasks.base import IGNORE, Batch, Task, check_tier
 
 
@@ -90,6 +91,46 @@ def algorithmic_lengths(train: tuple[int, int], ood: tuple[int, int]) -> tuple[t
     quick = tuple(sorted({hi, ood[0], ood[1], 2 * hi, 4 * hi}))
     full = tuple(sorted({*range(train[0], hi + 1), *range(ood[0], ood[1] + 1), 2 * hi, 4 * hi}))
     return quick, full
+
+
+class ItemStringTask(RangeTrainedTask):
+    """A string of ``n`` items over ``0..N-1`` (N = option ``n_items``), then SEP and an answer of ``n`` items
+    (``2n`` tokens, only the answer scored, exact match). Subclasses set ``name``, the lengths and :meth:`answer`,
+    and may override :meth:`draw` (how the items are drawn) and the chance level."""
+
+    options = {"n_items": Option(32, "number of distinct items N", type=int, low=2, high=100_000)}
+    metric = "exact_match"
+    min_length = 1
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.n_items = int(self.opts["n_items"])
+        self.sep, self.pad_token = self.n_items, self.n_items + 1
+
+    @property
+    def vocab_size(self) -> int:
+        return self.n_items + 2
+
+    @property
+    def chance_level(self) -> float:
+        """A predictor uniform over the ``N^n`` answers at the training maximum ``n``."""
+        return float(self.n_items) ** -self.train_length
+
+    def tokens(self, length: int) -> int:
+        return 2 * length
+
+    def draw(self, batch_size: int, length: int, generator: torch.Generator) -> Tensor:
+        """The prompt items, ``(batch_size, length)``: i.i.d. uniform by default."""
+        return torch.randint(0, self.n_items, (batch_size, length), generator=generator)
+
+    def answer(self, items: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
+        self.check_length(length)
+        self.check_split(split)
+        x = self.draw(batch_size, length, generator)
+        return Batch(*answer_layout(x, self.answer(x), self.sep))
 
 
 CHOMSKY_TRAIN = (1, 40)

@@ -16,13 +16,9 @@ a predictor uniform over the ``N^n`` possible answers, ``N^-12``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
-from pebench.options import Option
-from pebench.tasks.base import Batch
-from pebench.tasks.common import RangeTrainedTask, algorithmic_lengths, answer_layout
+from pebench.tasks.common import ItemStringTask, algorithmic_lengths
 from pebench.tasks.registry import register
 
 TRAIN = (4, 12)
@@ -30,35 +26,13 @@ OOD = (13, 20)
 
 
 @register
-class Copy(RangeTrainedTask):
+class Copy(ItemStringTask):
     name = "copy"
     version = "1"
     description = "repeat a string of n items after SEP (train n 4-12; OOD 13-20, 24, 48); exact match"
     paper = "Kazemnejad et al. 2023, arXiv:2305.19466"
-    options = {"n_items": Option(32, "number of distinct items N", type=int, low=2, high=100_000)}
-    metric = "exact_match"
     train_min, train_length = TRAIN
-    min_length = 1
     quick_lengths, full_lengths = algorithmic_lengths(TRAIN, OOD)
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.n_items = int(self.opts["n_items"])
-        self.sep, self.pad_token = self.n_items, self.n_items + 1
-
-    @property
-    def vocab_size(self) -> int:
-        return self.n_items + 2
-
-    @property
-    def chance_level(self) -> float:
-        return float(self.n_items) ** -self.train_length
-
-    def tokens(self, length: int) -> int:
-        return 2 * length
-
-    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
-        self.check_length(length)
-        self.check_split(split)
-        x = torch.randint(0, self.n_items, (batch_size, length), generator=generator)
-        return Batch(*answer_layout(x, x.clone(), self.sep))
+    def answer(self, items: torch.Tensor) -> torch.Tensor:
+        return items.clone()

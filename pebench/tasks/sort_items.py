@@ -18,14 +18,12 @@ Metric: exact match of the answer. Chance level at the training maximum ``n = 6`
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 
 from pebench.errors import LengthError
 from pebench.options import Option
-from pebench.tasks.base import Batch
-from pebench.tasks.common import RangeTrainedTask, algorithmic_lengths, answer_layout
+from pebench.tasks.common import ItemStringTask, algorithmic_lengths
 from pebench.tasks.registry import register
 
 TRAIN = (3, 6)
@@ -33,33 +31,19 @@ OOD = (7, 10)
 
 
 @register
-class Sort(RangeTrainedTask):
+class Sort(ItemStringTask):
     name = "sort"
     version = "1"
     description = "sort n distinct items after SEP (train n 3-6; OOD 7-10, 12, 24); exact match"
     paper = "Kazemnejad et al. 2023, arXiv:2305.19466"
     options = {"n_items": Option(32, "number of distinct items N (>= the longest length, 24)", type=int, low=24,
                                  high=100_000)}  # fmt: skip
-    metric = "exact_match"
     train_min, train_length = TRAIN
-    min_length = 1
     quick_lengths, full_lengths = algorithmic_lengths(TRAIN, OOD)
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.n_items = int(self.opts["n_items"])
-        self.sep, self.pad_token = self.n_items, self.n_items + 1
-
-    @property
-    def vocab_size(self) -> int:
-        return self.n_items + 2
 
     @property
     def chance_level(self) -> float:
         return 1.0 / math.perm(self.n_items, self.train_length)
-
-    def tokens(self, length: int) -> int:
-        return 2 * length
 
     def check_length(self, length: int) -> None:
         super().check_length(length)
@@ -69,9 +53,9 @@ class Sort(RangeTrainedTask):
                 f"valid lengths: {self.min_length}..{self.n_items}"
             )
 
-    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
-        self.check_length(length)
-        self.check_split(split)
+    def draw(self, batch_size: int, length: int, generator: torch.Generator) -> torch.Tensor:
         # n distinct items per row: the first n of a uniformly random permutation (argsort of uniform noise)
-        x = torch.rand(batch_size, self.n_items, generator=generator).argsort(dim=1)[:, :length]
-        return Batch(*answer_layout(x, x.sort(dim=1).values, self.sep))
+        return torch.rand(batch_size, self.n_items, generator=generator).argsort(dim=1)[:, :length]
+
+    def answer(self, items: torch.Tensor) -> torch.Tensor:
+        return items.sort(dim=1).values
