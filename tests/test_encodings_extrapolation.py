@@ -101,17 +101,18 @@ def test_ntk_alpha_follows_the_dynamic_formula():
 def test_eval_mode_models_match_rope_at_the_training_length_and_differ_beyond():
     task = build_task("k_back")
     x = torch.randint(0, task.vocab_size, (2, 256), generator=torch.Generator().manual_seed(3))
-    logits, losses = {}, {}
+    attention, losses = {}, {}
     for name in ("rope", "yarn", "pi", "ntk"):
         torch.manual_seed(0)
         model = Transformer(ModelConfig(vocab_size=task.vocab_size, d_model=32, n_heads=4), encodings.build(name, CTX8))
         losses[name] = evaluate(model, task, 64, "test", 8, seed=0, device=torch.device("cpu"))["loss"]
         with torch.no_grad(), eval_length(model, 64, 256):
-            logits[name] = model(x)
+            attention[name] = model.attention_maps(x, layer=0)
         close(model.encoding._inv_freq, ROPE8)  # the evaluation context restored the training frequencies
     for name in ("yarn", "pi", "ntk"):
         assert losses[name] == pytest.approx(losses["rope"], rel=1e-6)
-        assert (logits[name] - logits["rope"]).abs().max() > 1e-4
+        # the scaled frequencies move the attention pattern of the first layer (same weights, same tokens)
+        assert (attention[name] - attention["rope"]).abs().max() > 5e-4  # measured 1.5e-3 (ntk) to 6.4e-3 (pi)
 
 
 def test_scaled_config_is_recorded():

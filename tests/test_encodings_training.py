@@ -1,14 +1,12 @@
 """Every registered encoding trains on k_back through the runner (registry -> model -> trainer -> evaluation)
-without NaN and, for all but the slow starters below, beats chance, so a broken registration cannot hide.
+without NaN and beats chance in a few dozen steps, so a broken registration cannot hide.
 
-Kept fast with a small model (d_model 32, 4 heads, 2 layers), batch 16, 40 steps and 64 evaluation sequences; at
-that size one encoding takes about 1-5 s on a shared 2-core CPU.
-
-Slow starters: the fixed, additive absolute encodings add a vector with entries of size ~1 to token embeddings
-initialised N(0, 0.02²), so the token identity is ~2% of the residual stream at first and a few dozen steps are not
-enough to leave chance (measured: still at chance after 40 steps at d_model 32 or 128, and sinusoidal, binary_norm,
-decimal_norm after 300 steps at d_model 32; binary_norm reaches 24% token accuracy with the suite's default 600
-steps at d_model 128). For them the test checks instead that the position vector reaches the model's output.
+Most encodings run on a reduced model (d_model 64, 4 heads, 2 layers, batch 32, 60 steps; about 1-2 s each on a
+2-core CPU). The fixed absolute encodings whose vectors carry a large constant part (zero-padded leading bits or
+digits map to -1 in the ``_norm`` variants; the low-frequency cosines of the sinusoid are ~1) need the default model
+(d_model 128, batch 64) and 80 steps: measured token accuracy there, with the model's √d_model embedding scaling,
+binary_norm 0.11, decimal_norm 0.08, sinusoidal 0.97, sininit 1.00 against a chance level of 0.02 (at d_model 64 and
+60 steps they were 0.02, 0.02, 0.04, 0.03).
 """
 
 from __future__ import annotations
@@ -16,38 +14,32 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
 from pebench import encodings
 from pebench.runner import Case, Runner, Settings
 
-SLOW_STARTERS = {"sinusoidal", "sinonly", "sininit", "binary", "binary_norm", "decimal", "decimal_norm"}
-SETTINGS = dict(steps=40, d_model=32, n_heads=4, n_layers=2, batch_size=16, eval_samples=64, device="cpu",
-                progress=False)  # fmt: skip
+SLOW_STARTERS = {"sinusoidal", "sininit", "binary_norm", "decimal_norm"}
+COMMON = dict(eval_samples=64, device="cpu", progress=False)
+SMALL = Settings(steps=60, d_model=64, n_heads=4, n_layers=2, batch_size=32, **COMMON)
+DEFAULT_MODEL = Settings(steps=80, **COMMON)  # the suite's default model and batch
 
 
 @pytest.fixture(scope="module")
-def runner() -> Runner:
-    return Runner(Settings(**SETTINGS))
+def runners() -> dict[str, Runner]:
+    return {"small": Runner(SMALL), "default": Runner(DEFAULT_MODEL)}
 
 
 @pytest.mark.parametrize("name", encodings.available())
-def test_encoding_trains_on_k_back(name, runner):
+def test_encoding_trains_on_k_back_and_beats_chance(name, runners):
+    settings = DEFAULT_MODEL if name in SLOW_STARTERS else SMALL
+    runner = runners["default" if name in SLOW_STARTERS else "small"]
     record = runner.run(Case(name, "k_back", 64))
     assert record["status"] == "ok", record["message"]
-    assert record["train_steps"] == SETTINGS["steps"]
+    assert record["train_steps"] == settings.steps
     assert all(math.isfinite(p["loss"]) for p in record["curve"])
     assert math.isfinite(record["loss"]) and math.isfinite(record["final_train_loss"])
     assert record["config"]["encoding"]["name"] == name
-    chance = record["chance_level"]
-    if name not in SLOW_STARTERS:
-        assert record["token_accuracy"] > 1.5 * chance, (name, record["token_accuracy"])
-        return
-    model = runner.model_for(Case(name, "k_back", 64), record["config"]).model
-    x = torch.randint(0, 50, (2, 64), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        moved = (model(x, torch.arange(64) + 100) - model(x, torch.arange(64))).abs().max()
-    assert moved > 1e-3
+    assert record["token_accuracy"] > 2 * record["chance_level"], (name, record["token_accuracy"])
 
 
 def test_slow_starters_are_registered():

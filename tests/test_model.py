@@ -214,13 +214,22 @@ def test_attention_maps_reproduce_the_layer_output(name):
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
 
 
+def test_token_embeddings_are_scaled_by_sqrt_d_model_unless_turned_off():
+    x_tok = tokens(2)
+    for scale in (True, False):
+        model = make_model("nope", scale_embeddings=scale)
+        with torch.no_grad():
+            x, _ = model.hidden_states(x_tok)
+            torch.testing.assert_close(x, model.embed(x_tok) * (math.sqrt(D) if scale else 1.0))
+
+
 def test_alibi_attention_maps_match_the_paper_formula():
     """softmax(q·k / sqrt(d_h) - m_h (i - j)) over j <= i, with q, k computed by hand from the first layer."""
     model = make_model("alibi")
     x_tok = tokens(2)
     with torch.no_grad():
         block = model.blocks[0]
-        h = block.attn_norm(model.embed(x_tok))
+        h = block.attn_norm(model.embed(x_tok) * math.sqrt(D))  # token embeddings scaled by √d_model (Vaswani §3.4)
         q, k, _ = block.attn.qkv(h).split(D, dim=-1)
         hd = D // HEADS
         q = q.view(2, T, HEADS, hd).transpose(1, 2)

