@@ -108,9 +108,7 @@ class Task:
         if not isinstance(length, int) or isinstance(length, bool):
             raise LengthError(f"task {self.name}: length must be an integer, got {length!r}")
         if length < self.min_length:
-            raise LengthError(
-                f"task {self.name}: length {length} is too short; valid lengths: >= {self.min_length}"
-            )
+            raise LengthError(f"task {self.name}: length {length} is too short; valid lengths: >= {self.min_length}")
 
     def config(self) -> dict[str, Any]:
         """Everything that identifies this task's data (stored with results and hashed)."""

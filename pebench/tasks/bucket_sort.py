@@ -14,36 +14,21 @@ Metric: per-token accuracy over the ``n`` output tokens; chance level 1/5.
 
 from __future__ import annotations
 
-import torch
+from torch import Tensor
 
-from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, answer_layout
+from pebench.tasks.common import SymbolStringTask
 from pebench.tasks.registry import register
-
-N_SYMBOLS = 5
-SEP, PAD = 5, 6
 
 
 @register
-class BucketSort(ChomskyTask):
+class BucketSort(SymbolStringTask):
     name = "bucket_sort"
     version = "1"
     description = "sort n symbols over a 5-letter alphabet (train n 1-40); per-token accuracy of the output"
-    pad_token = PAD
+    n_input, n_output = 5, 5
 
-    @property
-    def vocab_size(self) -> int:
-        return 7
+    def answer_length(self, length: int) -> int:
+        return length
 
-    @property
-    def chance_level(self) -> float:
-        return 1.0 / N_SYMBOLS
-
-    def tokens(self, length: int) -> int:
-        return 2 * length
-
-    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
-        self.check_length(length)
-        self.check_split(split)
-        x = torch.randint(0, N_SYMBOLS, (batch_size, length), generator=generator)
-        return Batch(*answer_layout(x, x.sort(dim=1).values, SEP))
+    def answer(self, x: Tensor) -> Tensor:
+        return x.sort(dim=1).values

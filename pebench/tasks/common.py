@@ -150,3 +150,43 @@ class ChomskyTask(RangeTrainedTask):
     quick_lengths = CHOMSKY_QUICK
     full_lengths = CHOMSKY_FULL
     paper = "Delétang et al. 2023, arXiv:2207.02098; Ruoss et al. 2023, arXiv:2305.16843"
+
+
+class SymbolStringTask(ChomskyTask):
+    """A Chomsky task whose input is ``n`` symbols drawn i.i.d. uniform over ``0 .. n_input - 1`` and whose answer,
+    over ``0 .. n_output - 1``, is a function of them (:meth:`answer`, :meth:`answer_length` tokens). Tokens: the
+    symbols, ``SEP = max(n_input, n_output)``, ``PAD = SEP + 1``; chance level ``1 / n_output``."""
+
+    n_input: ClassVar[int]
+    n_output: ClassVar[int]
+
+    @property
+    def sep(self) -> int:
+        return max(self.n_input, self.n_output)
+
+    @property
+    def pad_token(self) -> int:  # type: ignore[override]
+        return self.sep + 1
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sep + 2
+
+    @property
+    def chance_level(self) -> float:
+        return 1.0 / self.n_output
+
+    def answer_length(self, length: int) -> int:
+        raise NotImplementedError
+
+    def answer(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def tokens(self, length: int) -> int:
+        return length + self.answer_length(length)
+
+    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
+        self.check_length(length)
+        self.check_split(split)
+        x = torch.randint(0, self.n_input, (batch_size, length), generator=generator)
+        return Batch(*answer_layout(x, self.answer(x), self.sep))

@@ -18,37 +18,21 @@ Chance level 1/5 (uniform over the five states; for ``n >= 3`` the final state i
 
 from __future__ import annotations
 
-import torch
+from torch import Tensor
 
-from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, answer_layout
+from pebench.tasks.common import SymbolStringTask
 from pebench.tasks.registry import register
-
-N_STATES = 5
-SEP, PAD = 5, 6
 
 
 @register
-class CycleNavigation(ChomskyTask):
+class CycleNavigation(SymbolStringTask):
     name = "cycle_navigation"
     version = "1"
     description = "final state of n moves (left/stay/right) on a 5-cycle (train n 1-40); per-token accuracy"
-    pad_token = PAD
+    n_input, n_output = 3, 5
 
-    @property
-    def vocab_size(self) -> int:
-        return 7
+    def answer_length(self, length: int) -> int:
+        return 1
 
-    @property
-    def chance_level(self) -> float:
-        return 1.0 / N_STATES
-
-    def tokens(self, length: int) -> int:
-        return length + 1
-
-    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
-        self.check_length(length)
-        self.check_split(split)
-        moves = torch.randint(0, 3, (batch_size, length), generator=generator)
-        final = (moves - 1).sum(dim=1, keepdim=True).remainder(N_STATES)
-        return Batch(*answer_layout(moves, final, SEP))
+    def answer(self, x: Tensor) -> Tensor:
+        return (x - 1).sum(dim=1, keepdim=True).remainder(self.n_output)

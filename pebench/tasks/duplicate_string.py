@@ -14,34 +14,21 @@ Metric: per-token accuracy over the ``2n`` output tokens; chance level 0.5.
 from __future__ import annotations
 
 import torch
+from torch import Tensor
 
-from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, answer_layout
+from pebench.tasks.common import SymbolStringTask
 from pebench.tasks.registry import register
-
-SEP, PAD = 2, 3
 
 
 @register
-class DuplicateString(ChomskyTask):
+class DuplicateString(SymbolStringTask):
     name = "duplicate_string"
     version = "1"
     description = "write a string of n bits twice (train n 1-40); per-token accuracy of the 2n output tokens"
-    pad_token = PAD
+    n_input, n_output = 2, 2
 
-    @property
-    def vocab_size(self) -> int:
-        return 4
+    def answer_length(self, length: int) -> int:
+        return 2 * length
 
-    @property
-    def chance_level(self) -> float:
-        return 0.5
-
-    def tokens(self, length: int) -> int:
-        return 3 * length
-
-    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
-        self.check_length(length)
-        self.check_split(split)
-        w = torch.randint(0, 2, (batch_size, length), generator=generator)
-        return Batch(*answer_layout(w, torch.cat([w, w], dim=1), SEP))
+    def answer(self, x: Tensor) -> Tensor:
+        return torch.cat([x, x], dim=1)

@@ -86,9 +86,7 @@ class HaystackTask(Task):
             p = torch.randint(0, f + 1, (batch_size,), generator=generator)
         else:
             p = torch.full((batch_size,), int(round(depth * f)))
-        statement = torch.cat(
-            [torch.full((batch_size, 1), self.mark), digits, torch.full((batch_size, 1), DOT)], dim=1
-        )
+        statement = torch.cat([torch.full((batch_size, 1), self.mark), digits, torch.full((batch_size, 1), DOT)], dim=1)
         width = f + statement.shape[1]
         t = torch.arange(width)[None, :]
         pp = p[:, None]

@@ -107,8 +107,9 @@ def load_hf(name: str) -> Corpus:
     try:
         ds = datasets.load_dataset(name)
     except Exception as err:  # offline, unknown name, ...
-        raise OptionError(f"task lm: cannot load Hugging Face dataset {name!r} ({type(err).__name__}: {err})".replace(
-            "\n", " ")) from None
+        raise OptionError(
+            f"task lm: cannot load Hugging Face dataset {name!r} ({type(err).__name__}: {err})".replace("\n", " ")
+        ) from None
     val_split = next((s for s in ("validation", "test") if s in ds), None)
     if "train" not in ds or val_split is None or "text" not in ds["train"].column_names:
         raise OptionError(f"task lm: dataset {name!r} needs a 'text' column and train and validation/test splits")

@@ -13,35 +13,21 @@ With uniform bits, ``P(y = 1) = 1/2`` exactly for every ``n >= 1``: the classes 
 
 from __future__ import annotations
 
-import torch
+from torch import Tensor
 
-from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, answer_layout
+from pebench.tasks.common import SymbolStringTask
 from pebench.tasks.registry import register
-
-SEP, PAD = 2, 3
 
 
 @register
-class Parity(ChomskyTask):
+class Parity(SymbolStringTask):
     name = "parity"
     version = "1"
     description = "is the number of ones in n bits odd? (train n 1-40); per-token accuracy of the answer"
-    pad_token = PAD
+    n_input, n_output = 2, 2
 
-    @property
-    def vocab_size(self) -> int:
-        return 4
+    def answer_length(self, length: int) -> int:
+        return 1
 
-    @property
-    def chance_level(self) -> float:
-        return 0.5
-
-    def tokens(self, length: int) -> int:
-        return length + 1
-
-    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
-        self.check_length(length)
-        self.check_split(split)
-        x = torch.randint(0, 2, (batch_size, length), generator=generator)
-        return Batch(*answer_layout(x, x.sum(dim=1, keepdim=True).remainder(2), SEP))
+    def answer(self, x: Tensor) -> Tensor:
+        return x.sum(dim=1, keepdim=True).remainder(2)
