@@ -35,7 +35,7 @@ import math
 import os
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -516,29 +516,16 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
             )
         # best per column (the gap only among encodings that learned the task: ID normalised score >= 0.5)
         for col in range(len(lengths)):
-            vals = [r.cells[col].value for r in rows if r.cells[col].value is not None]
-            if vals:
-                b = best_dir(vals)
-                for r in rows:
-                    r.cells[col].best = r.cells[col].value == b
-        vals = [r.id_cell.value for r in rows if r.id_cell.value is not None]
-        if vals:
-            b = best_dir(vals)
-            for r in rows:
-                r.id_cell.best = r.id_cell.value == b
+            _mark_best([r.cells[col] for r in rows], best_dir)
+        _mark_best([r.id_cell for r in rows], best_dir)
         learned = [
-            r for r in rows
-            if r.gap.value is not None and (_mean(id_norm[r.encoding].get(key, {}).values()) or 0.0) >= 0.5
+            r for r in rows if (_mean(id_norm[r.encoding].get(key, {}).values()) or 0.0) >= 0.5
         ]  # fmt: skip
-        if learned:
-            b = min(r.gap.value for r in learned)  # type: ignore[type-var]
-            for r in learned:
-                r.gap.best = r.gap.value == b
-        vals = [r.ood_norm.value for r in rows if r.ood_norm.value is not None]
-        if vals:
-            b = max(vals)
-            for r in rows:
-                r.ood_norm.best = r.ood_norm.value == b
+        _mark_best([r.gap for r in learned], min)
+        _mark_best([r.ood_norm for r in rows], max)
+        # rows best first: by OOD normalised score, then ID score, then name
+        rows.sort(key=lambda r: (r.ood_norm.value is None, -(r.ood_norm.value or 0.0),
+                                 -(_mean(id_norm[r.encoding].get(key, {}).values()) or 0.0), r.encoding))  # fmt: skip
         task_views.append(
             TaskView(
                 key=key,
@@ -581,11 +568,7 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
     for i, e in enumerate(entries, 1):
         e.rank = i
     for attr in ("id", "ood"):
-        vals = [getattr(e, attr).value for e in entries if getattr(e, attr).value is not None]
-        if vals:
-            b = max(vals)
-            for e in entries:
-                getattr(e, attr).best = getattr(e, attr).value == b
+        _mark_best([getattr(e, attr) for e in entries], max)
 
     heat = {
         "ood": {e: {k: _mean(v.values()) for k, v in ood_norm.get(e, {}).items()} for e in encodings},
@@ -593,6 +576,16 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
     }
     _split_grids(task_views, groups, keys)
     return Assembled(task_views, entries, colors, markers, heat, has_deltas)
+
+
+def _mark_best(cells: Sequence[Cell], direction: Callable[[Iterable[float]], float]) -> None:
+    """Highlight every cell whose value, as displayed, equals the best displayed value (ties all highlighted)."""
+    shown = [round(c.value, c.digits) for c in cells if c.value is not None]
+    if not shown:
+        return
+    best = direction(shown)
+    for c in cells:
+        c.best = c.value is not None and round(c.value, c.digits) == best
 
 
 def _aggregate(per_task: Mapping[str, Mapping[int, float]]) -> Cell:

@@ -10,7 +10,7 @@ import pytest
 from pebench import db
 from pebench.cli import main as cli_main
 from pebench.errors import DatabaseError
-from pebench.report import ReportError, build_context, normalised_score, render_report
+from pebench.report import Cell, ReportError, _mark_best, build_context, normalised_score, render_report
 
 EVIL = "<script>alert(1)</script>"
 
@@ -130,6 +130,18 @@ def test_leaderboard_numbers_order_partial_and_deltas(tmp_path):
     assert gaps_ppl["beta"] == pytest.approx(16.0 - 4.0)  # mean OOD minus ID perplexity
     alpha_row = next(r for r in acc.rows if r.encoding == "alpha")
     assert alpha_row.cells[col].delta == pytest.approx(5.0) and alpha_row.cells[col].delta_good
+    # per-task rows best first: by the task's OOD normalised score (then ID score, then name)
+    ood_of = [r.ood_norm.value for r in acc.rows]
+    assert ood_of == sorted(ood_of, reverse=True) and len(acc.rows) == 4
+
+
+def test_ties_at_the_displayed_precision_are_all_highlighted():
+    cells = [Cell(value=99.996), Cell(value=100.0), Cell(value=99.9), Cell()]
+    _mark_best(cells, max)
+    assert [c.best for c in cells] == [True, True, False, False]  # 99.996 shows as 100.0
+    cells = [Cell(value=3.141, digits=2), Cell(value=3.139, digits=2), Cell(value=3.2, digits=2)]
+    _mark_best(cells, min)  # lower is better (perplexity): 3.14 and 3.14
+    assert [c.best for c in cells] == [True, True, False]
 
 
 def test_page_escapes_database_strings_and_is_self_contained(tmp_path):
