@@ -12,6 +12,7 @@ from pebench import encodings
 from pebench.device import pick_device
 from pebench.encodings import EncodingContext
 from pebench.encodings.alibi import alibi_slopes
+from pebench.encodings.sinusoidal import sinusoid_table
 from pebench.errors import PebenchError
 from pebench.models.transformer import ModelConfig, Transformer
 
@@ -214,13 +215,19 @@ def test_attention_maps_reproduce_the_layer_output(name):
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
 
 
-def test_token_embeddings_are_scaled_by_sqrt_d_model_unless_turned_off():
+def test_token_embeddings_are_scaled_by_sqrt_d_model_when_an_encoding_adds_a_vector():
     x_tok = tokens(2)
     for scale in (True, False):
-        model = make_model("nope", scale_embeddings=scale)
+        model = make_model("sinusoidal", scale_embeddings=scale)
         with torch.no_grad():
             x, _ = model.hidden_states(x_tok)
-            torch.testing.assert_close(x, model.embed(x_tok) * (math.sqrt(D) if scale else 1.0))
+            expected = model.embed(x_tok) * (math.sqrt(D) if scale else 1.0) + sinusoid_table(torch.arange(T), D)
+            torch.testing.assert_close(x, expected)
+    # an encoding that adds no vector leaves the token embeddings as they are
+    for name in ("nope", "rope", "alibi"):
+        model = make_model(name)
+        with torch.no_grad():
+            torch.testing.assert_close(model.hidden_states(x_tok)[0], model.embed(x_tok))
 
 
 def test_alibi_attention_maps_match_the_paper_formula():
@@ -229,7 +236,7 @@ def test_alibi_attention_maps_match_the_paper_formula():
     x_tok = tokens(2)
     with torch.no_grad():
         block = model.blocks[0]
-        h = block.attn_norm(model.embed(x_tok) * math.sqrt(D))  # token embeddings scaled by √d_model (Vaswani §3.4)
+        h = block.attn_norm(model.embed(x_tok))
         q, k, _ = block.attn.qkv(h).split(D, dim=-1)
         hd = D // HEADS
         q = q.view(2, T, HEADS, hd).transpose(1, 2)

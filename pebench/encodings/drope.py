@@ -70,7 +70,12 @@ class DroPE(PositionalEncoding):
         return self.base.attn_scale if self.active else self.ctx.head_dim**-0.5
 
     def embed(self, positions: Tensor) -> Tensor | None:
-        return self.base.embed(positions) if self.active else None
+        vec = self.base.embed(positions)
+        if vec is None or self.active:
+            return vec
+        # dropped: add nothing, but keep returning a (zero) vector so the model's token scaling for additive
+        # encodings does not change mid-training
+        return torch.zeros_like(vec)
 
     def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
         return self.base.transform_qk(q, k, positions, layer) if self.active else (q, k)

@@ -22,10 +22,13 @@ from pebench.encodings.base import PositionalEncoding
 class ModelConfig:
     """Sizes of the transformer. ``ffn_hidden`` 0 means LLaMA's rule: 2/3 of 4·d rounded up to a multiple of 32.
 
-    ``scale_embeddings`` multiplies the token embeddings (initialised N(0, 0.02²)) by √d_model before an encoding's
-    vector is added, as Vaswani et al. 2017 (§3.4) do. Without it a fixed absolute encoding, whose entries are of
-    size ~1, is ~50x the token signal at d_model 128 and sinusoidal, binary_norm and decimal_norm stay at chance on
-    k_back for 200+ steps; with it they reach 100%, 100% and 20% at 200 steps (measured at the defaults). It is part
+    ``scale_embeddings``: when the encoding adds a position vector to the token embeddings (its ``embed`` hook
+    returns one), the token embeddings (initialised N(0, 0.02²)) are first multiplied by √d_model, as Vaswani et al.
+    2017 (§3.4) do, so tokens and positions start at comparable sizes. Without it a fixed absolute encoding's
+    entries of size ~1 are ~50x the token signal at d_model 128: sinusoidal, binary_norm and decimal_norm stayed at
+    chance on k_back for 200+ steps; with it they reach 100%, 100% and 20% at 200 steps (measured at the defaults).
+    Encodings that add no vector are left unscaled: scaling only enlarges the residual stream against the blocks'
+    outputs there, and it cost RoPE the passkey task (exact match 0.88 -> 0.004 at 600 steps, measured). It is part
     of the config, so results with and without it are never mixed.
     """
 
@@ -201,10 +204,10 @@ class Transformer(nn.Module):
         """Residual stream entering the first block, and the positions used."""
         positions = self._positions(tokens, positions)
         x = self.embed(tokens)
-        if self.cfg.scale_embeddings:
-            x = x * math.sqrt(self.cfg.d_model)
         pos_vec = self.encoding.embed(positions)
         if pos_vec is not None:
+            if self.cfg.scale_embeddings:  # balance tokens against the added position vector (Vaswani et al. §3.4)
+                x = x * math.sqrt(self.cfg.d_model)
             x = x + pos_vec.to(x.dtype)
         return self.drop(x), positions
 
