@@ -25,15 +25,14 @@ DEFAULT_MODEL = Settings(steps=80, **COMMON)  # the suite's default model and ba
 
 
 @pytest.fixture(scope="module")
-def runners() -> dict[str, Runner]:
-    return {"small": Runner(SMALL), "default": Runner(DEFAULT_MODEL)}
+def runners() -> dict[int, Runner]:
+    return {id(s): Runner(s) for s in (SMALL, DEFAULT_MODEL)}
 
 
 @pytest.mark.parametrize("name", encodings.available())
 def test_encoding_trains_on_k_back_and_beats_chance(name, runners):
     settings = DEFAULT_MODEL if name in SLOW_STARTERS else SMALL
-    runner = runners["default" if name in SLOW_STARTERS else "small"]
-    record = runner.run(Case(name, "k_back", 64))
+    record = runners[id(settings)].run(Case(name, "k_back", 64))
     assert record["status"] == "ok", record["message"]
     assert record["train_steps"] == settings.steps
     assert all(math.isfinite(p["loss"]) for p in record["curve"])
