@@ -118,7 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=3, help="alternating repeats; the best of each is reported")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--quick-tier", action="store_true", help="also time the quick tier of the whole suite")
+    p.add_argument("--quick-tier", action="store_true", help="also time the core quick tier (5 encodings x 4 tasks)")
+    p.add_argument("--tasks", metavar="T1,T2|all",
+                   help="instead, time each task's quick tier on its own and print its in-distribution scores")
+    p.add_argument("--encodings", metavar="E1,E2|all",
+                   help="encodings for --tasks (default: nope,sinusoidal,learned,rope,alibi)")
+    p.add_argument("--suite-args", default="", metavar="ARGS",
+                   help="extra pytest options for --tasks runs, e.g. '--steps 100'")
     p.set_defaults(func=_bench)
 
     p = sub.add_parser("results", help="print the results stored in a database")

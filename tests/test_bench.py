@@ -1,0 +1,86 @@
+"""``pebench bench --tasks``: per-task quick-tier timing with in-distribution verdicts (numbers worked by hand)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from pebench.bench import format_task_table, in_distribution, learned_fraction, resolve_names, verdict
+from pebench.cli import main
+from pebench.errors import UnknownNameError
+
+
+def test_learned_fraction_of_accuracies_and_perplexities():
+    # accuracy: (0.6 - 0.2) / (1 - 0.2) = 0.5; chance itself is 0, perfect is 1
+    assert learned_fraction(0.6, 0.2, True) == pytest.approx(0.5)
+    assert learned_fraction(0.2, 0.2, True) == pytest.approx(0.0)
+    assert learned_fraction(1.0, 0.01, True) == pytest.approx(1.0)
+    # perplexity against a uniform 256-way guess: ln 256 - ln 16 = ln 16 = half of ln 256
+    assert learned_fraction(16.0, 256.0, False) == pytest.approx(0.5)
+    assert learned_fraction(256.0, 256.0, False) == pytest.approx(0.0)
+    assert learned_fraction(1.0, 256.0, False) == pytest.approx(1.0)
+    assert learned_fraction(math.e, math.e**4, False) == pytest.approx(0.75)
+
+
+def test_verdict_thresholds():
+    assert verdict(0.5) == "learned"
+    assert verdict(0.49) == "partly"
+    assert verdict(0.1) == "partly"
+    assert verdict(0.09) == "not learned"
+    assert verdict(-0.2) == "not learned"
+
+
+def _row(enc: str, eval_length: int, score: float | None, status: str = "ok") -> dict:
+    return {"task": "sort", "encoding": enc, "train_length": 6, "eval_length": eval_length, "score": score,
+            "status": status, "chance_level": 0.25, "higher_is_better": True, "metric": "exact_match"}  # fmt: skip
+
+
+def test_in_distribution_reads_the_training_length_only():
+    df = pd.DataFrame([
+        _row("rope", 6, 0.85), _row("rope", 12, 0.10),  # only L6 is in distribution
+        _row("nope", 6, 0.30), _row("nope", 24, 0.99),
+        _row("alibi", 6, None, status="diverged"),
+    ])  # fmt: skip
+    rows = {r["encoding"]: r for r in in_distribution(df, "sort")}
+    assert rows["rope"]["score"] == 0.85
+    assert rows["rope"]["fraction"] == pytest.approx((0.85 - 0.25) / 0.75)
+    assert rows["rope"]["verdict"] == "learned"
+    assert rows["nope"]["fraction"] == pytest.approx(0.05 / 0.75)
+    assert rows["nope"]["verdict"] == "not learned"
+    assert rows["alibi"]["score"] is None and rows["alibi"]["verdict"] == "failed"
+    table = format_task_table([{"task": "sort", "wall_s": 12.4, "rows": list(rows.values())}],
+                              ["nope", "rope", "alibi", "learned"])  # fmt: skip
+    header, line = table.splitlines()
+    assert header.split() == ["task", "wall", "metric", "chance", "nope", "rope", "alibi", "learned"]
+    assert line.split() == ["sort", "12s", "exact_match", "0.25", "0.3", "-", "0.85", "L", "failed", "x", "n/a"]
+
+
+def test_resolve_names_checks_every_name():
+    assert resolve_names("rope, alibi", "encoding") == ["rope", "alibi"]
+    assert "parity" in resolve_names("all", "task")
+    with pytest.raises(UnknownNameError, match="valid tasks: add_nocarry"):
+        resolve_names("copy,nonesuch", "task")
+    with pytest.raises(UnknownNameError):
+        resolve_names(" , ", "encoding")
+
+
+def test_bench_tasks_runs_the_suite_and_prints_a_row_per_task(capsys):
+    code = main(["bench", "--tasks", "reverse", "--encodings", "nope,rope",
+                 "--suite-args", "--steps 4 --d-model 16 --layers 1 --eval-samples 8"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith("reverse "))
+    # task, wall, metric, chance, then "score mark" for nope and rope
+    m = re.fullmatch(r"reverse\s+\d+s\s+exact_match\s+\S+\s+(\S+) ([Lp-])\s+(\S+) ([Lp-])", row)
+    assert m, row
+    assert 0.0 <= float(m.group(1)) <= 1.0 and 0.0 <= float(m.group(3)) <= 1.0
+    assert re.search(r"^total \d+ s$", out, re.M)
+
+
+def test_bench_tasks_unknown_name_is_one_line(capsys):
+    assert main(["bench", "--tasks", "nonesuch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "valid tasks:" in err
