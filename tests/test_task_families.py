@@ -330,6 +330,27 @@ def test_declared_lengths() -> None:
         assert task.version and task.description and task.paper
 
 
+@pytest.mark.parametrize("name", CHOMSKY)
+def test_chomsky_train_max_moves_training_and_evaluation_lengths(name: str) -> None:
+    task = tasks.build(name, {"train_max": 8})
+    lo = 3 if name == "binary_addition" else 1
+    assert task.train_range == (lo, 8)
+    assert task.eval_lengths("quick") == [8, 16, 32]
+    assert task.eval_lengths("full") == list(range(8, 501))
+    assert task.config()["options"] == {"train_max": 8}
+    # training batches never exceed the new maximum: the widest row is the token count of length 8
+    widths = {task.sample_train(64, gen(seed)).inputs.shape[1] for seed in range(5)}
+    assert max(widths) <= task.tokens(8)
+    assert tasks.build(name, {"train_max": 200}).eval_lengths("full")[-1] == 800  # 4m beyond 500
+    with pytest.raises(OptionError, match="train_max"):
+        tasks.build(name, {"train_max": 0})
+    if name == "binary_addition":  # its shortest length is 3 (x, +, y)
+        with pytest.raises(OptionError, match="train_max=2 is below its shortest length 3"):
+            tasks.build(name, {"train_max": 2})
+    else:
+        assert tasks.build(name, {"train_max": 2}).train_range == (1, 2)
+
+
 def test_score_picks_the_declared_metric() -> None:
     m = {"token_accuracy": 0.7, "sequence_accuracy": 0.2, "perplexity": 3.5}
     assert tasks.build("copy").score(m) == 0.2

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
+from pebench.errors import OptionError
 from pebench.options import Option
 from pebench.tasks.base import IGNORE, Batch, Task, check_tier
 
@@ -143,13 +144,30 @@ class ChomskyTask(RangeTrainedTask):
     arXiv:2207.02098; Ruoss et al., "Randomized Positional Encodings Boost Length Generalization of Transformers",
     ACL 2023, arXiv:2305.16843): train on input lengths 1-40, evaluate at every length 41-500 (full tier; the
     length-generalisation score is the mean over all of 41..500, 41 included) or at 40, 80 and 160 (quick tier).
-    The metric is the per-token accuracy on the output tape (the answer region)."""
+    The metric is the per-token accuracy on the output tape (the answer region).
+
+    Option ``train_max`` (default 40, the papers' value) moves the training maximum ``m``: training draws lengths
+    ``train_min .. m``, the quick tier evaluates ``m, 2m, 4m`` and the full tier every length ``m .. max(500, 4m)``.
+    A shorter ``m`` is how to make a task the default model cannot learn at 40 learnable (e.g. parity)."""
 
     train_min, train_length = CHOMSKY_TRAIN
     min_length = 1
     quick_lengths = CHOMSKY_QUICK
     full_lengths = CHOMSKY_FULL
     paper = "Delétang et al. 2023, arXiv:2207.02098; Ruoss et al. 2023, arXiv:2305.16843"
+    options = {
+        "train_max": Option(CHOMSKY_TRAIN[1], "longest training length m (quick tier: m, 2m, 4m)", type=int, low=1,
+                            high=10_000),
+    }  # fmt: skip
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        m = int(self.opts["train_max"])
+        if m < self.train_min:
+            raise OptionError(f"task {self.name}: option train_max={m} is below its shortest length {self.train_min}")
+        self.train_length = m
+        self.quick_lengths = (m, 2 * m, 4 * m)
+        self.full_lengths = tuple(range(m, max(CHOMSKY_FULL[-1], 4 * m) + 1))
 
 
 class SymbolStringTask(ChomskyTask):
