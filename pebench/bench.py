@@ -178,7 +178,7 @@ def time_tasks(tasks: Sequence[str], encs: Sequence[str], extra: Sequence[str] =
     out = []
     for task in tasks:
         with tempfile.TemporaryDirectory() as tmp:
-            wall = run_suite([task], encs, tmp, extra)
+            wall = run_suite([task], encs, tmp, ["--benchmark-disable", *extra])  # no timing table per task
             out.append({"task": task, "wall_s": wall, "rows": in_distribution(load(f"sqlite:///{tmp}/bench.db"), task)})
         print(format_task_table(out[-1:], encs, header=len(out) == 1), flush=True)
     return out
