@@ -213,15 +213,14 @@ def resolve_names(spec: str, kind: str) -> list[str]:
     from pebench import encodings as enc_registry
     from pebench import tasks as task_registry
     from pebench.errors import UnknownNameError
+    from pebench.registry import parse_names
 
     registry = task_registry if kind == "task" else enc_registry
     if spec.strip() == "all":
         return registry.available()
-    names = [n.strip() for n in spec.split(",") if n.strip()]
+    names = parse_names(spec, registry.get)
     if not names:
         raise UnknownNameError(kind, spec, registry.available())
-    for name in names:
-        registry.get(name)
     return names
 
 

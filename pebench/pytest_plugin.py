@@ -26,6 +26,7 @@ from pebench.device import pick_device
 from pebench.errors import PebenchError
 from pebench.options import parse_assignments
 from pebench.provenance import run_info
+from pebench.registry import parse_names
 from pebench.runner import Case, Runner, Settings
 from pebench.tasks.base import TIERS
 
@@ -87,10 +88,7 @@ def _names(config: pytest.Config, option: str, registry: Any) -> list[str]:
     raw = config.getoption(option)
     if not raw:
         return registry.available()
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    for name in names:
-        registry.get(name)  # raises UnknownNameError listing the valid names
-    return names
+    return parse_names(raw, registry.get)  # an unknown name raises UnknownNameError listing the valid names
 
 
 def _named_options(config: pytest.Config, option: str, registry: Any) -> dict[str, dict[str, str]]:

@@ -50,3 +50,12 @@ class Registry(Generic[T]):
         except UnknownNameError:
             return False
         return True
+
+
+def parse_names(raw: str, get: Callable[[str], object]) -> list[str]:
+    """The names in a comma-separated list (blanks dropped), each checked with ``get``, which raises
+    :class:`UnknownNameError` listing the valid names for an unknown one."""
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    for name in names:
+        get(name)
+    return names
