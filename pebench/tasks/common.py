@@ -135,8 +135,7 @@ class ItemStringTask(RangeTrainedTask):
 
 
 CHOMSKY_TRAIN = (1, 40)
-CHOMSKY_QUICK = (40, 80, 160)
-CHOMSKY_FULL = (40, *range(41, 501))
+CHOMSKY_FULL_MAX = 500  # the papers' longest evaluation length
 
 
 class ChomskyTask(RangeTrainedTask):
@@ -152,8 +151,6 @@ class ChomskyTask(RangeTrainedTask):
 
     train_min, train_length = CHOMSKY_TRAIN
     min_length = 1
-    quick_lengths = CHOMSKY_QUICK
-    full_lengths = CHOMSKY_FULL
     paper = "Delétang et al. 2023, arXiv:2207.02098; Ruoss et al. 2023, arXiv:2305.16843"
     options = {
         "train_max": Option(CHOMSKY_TRAIN[1], "longest training length m (quick tier: m, 2m, 4m)", type=int, low=1,
@@ -167,7 +164,7 @@ class ChomskyTask(RangeTrainedTask):
             raise OptionError(f"task {self.name}: option train_max={m} is below its shortest length {self.train_min}")
         self.train_length = m
         self.quick_lengths = (m, 2 * m, 4 * m)
-        self.full_lengths = tuple(range(m, max(CHOMSKY_FULL[-1], 4 * m) + 1))
+        self.full_lengths = tuple(range(m, max(CHOMSKY_FULL_MAX, 4 * m) + 1))
 
 
 class SymbolStringTask(ChomskyTask):
