@@ -297,7 +297,9 @@ def previous_comparable(df: pd.DataFrame, sel: pd.DataFrame) -> pd.DataFrame:
 
 # -- assembly ----------------------------------------------------------------------------------------------------
 def _split_score(split_metrics: Mapping[str, Any], metric: str) -> float | None:
-    value = split_metrics.get("perplexity") if metric == "perplexity" else split_metrics.get("token_accuracy")
+    from pebench.tasks.base import METRICS
+
+    value = split_metrics.get(METRICS.get(metric, "token_accuracy"))
     return float(value) if _finite(value) else None
 
 
@@ -539,7 +541,7 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
                 lengths=lengths,
                 rows=rows,
                 config_text=_config_text(first),
-                unit="accuracy %" if hib else metric,
+                unit=f"{metric.replace('_', ' ')} %" if hib else metric,
                 show_id=len(id_lengths) > 1,
             )
         )
