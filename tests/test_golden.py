@@ -1,0 +1,58 @@
+"""The report and ``pebench compare`` on a fixed database (``tests/data/fixed.db``) against golden files: the same
+database renders the same page (apart from the render time and the database path) and compare prints the same
+verdicts. Regenerate the golden files with ``PEBENCH_BLESS=1 pytest tests -k golden`` after an intended change."""
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pebench.cli import main as cli_main
+from pebench.report import render_report
+
+DATA = Path(__file__).resolve().parent / "data"
+GOLDEN = DATA / "golden"
+BLESS = os.environ.get("PEBENCH_BLESS") == "1"
+
+
+@pytest.fixture
+def fixed_url(tmp_path):
+    shutil.copy(DATA / "fixed.db", tmp_path / "fixed.db")
+    return f"sqlite:///{tmp_path / 'fixed.db'}"
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if BLESS:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:  # the first differing line, not a 300 kB diff
+        for i, (a, b) in enumerate(zip(text.splitlines(), expected.splitlines(), strict=False)):
+            assert a == b, f"{name}, line {i + 1} differs"
+        assert text == expected, f"{name}: different number of lines"
+
+
+def _stable(html: str) -> str:
+    return re.sub(r"rendered [^<]* from <code>[^<]*</code>", "rendered TIME from <code>DB</code>", html)
+
+
+@pytest.mark.parametrize("run", ["3", "4", "all"])
+def test_report_of_the_fixed_database(fixed_url, tmp_path, run):
+    out = tmp_path / "page.html"
+    render_report(fixed_url, out, run)
+    _check(f"report-run-{run}.html", _stable(out.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize(("base", "current"), [("1", "2"), ("2", "3"), ("3", "4")])
+def test_compare_on_the_fixed_database(fixed_url, capsys, base, current):
+    status = cli_main(["compare", base, current, "--db", fixed_url])
+    text = capsys.readouterr().out
+    status_json = cli_main(["compare", base, current, "--db", fixed_url, "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert status == status_json
+    _check(f"compare-{base}-{current}.txt", f"exit {status}\n{text}")
+    _check(f"compare-{base}-{current}.json", json.dumps(data, indent=1, sort_keys=True) + "\n")
