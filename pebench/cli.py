@@ -55,12 +55,18 @@ def _bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+def _db(args: argparse.Namespace) -> str:
+    from pebench.store.database import resolve_url
+
+    return resolve_url(args.db)
+
+
 def _results(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from pebench.results import load
+    from pebench.store.load import load
 
-    df = load(args.db, args.run)
+    df = load(_db(args), args.run)
     if df.empty:
         print("no results")
         return 0
@@ -72,9 +78,9 @@ def _results(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pebench.report import render_report
+    from pebench.report.page import render_report
 
-    info = render_report(args.db, args.output, args.run)
+    info = render_report(_db(args), args.output, args.run)
     runs = ", ".join(str(r) for r in info.runs) or "none"
     print(
         f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
@@ -90,15 +96,18 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     import json
 
-    from pebench.compare import Tolerances, compare_runs, render
+    from pebench.analysis.compare import compare_runs, render
+    from pebench.settings import tolerances
 
-    tol = Tolerances(accuracy=args.tolerance, perplexity=args.ppl_tolerance, speed=args.speed_tolerance)
-    cmp = compare_runs(args.db, args.base, args.current, tol)
+    tol = tolerances(args.tolerance, args.ppl_tolerance, args.speed_tolerance)
+    cmp = compare_runs(_db(args), args.base, args.current, tol)
     print(json.dumps(cmp.to_dict(), indent=2) if args.json else render(cmp))
     return 1 if cmp.regressed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pebench.settings import MODEL_FLAGS, TOLERANCE_FLAGS, add_flags
+
     parser = argparse.ArgumentParser(prog="pebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -108,16 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
     p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--d-model", type=int, default=128)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--heads", type=int, default=4)
+    add_flags(p.add_argument, MODEL_FLAGS)
     p.add_argument("--vocab", type=int, default=64)
     p.add_argument("--encoding", default="rope", help="encoding of the pebench model (default rope, as LLaMA)")
     p.add_argument("--steps", type=int, default=10, help="timed steps per measurement (default 10)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=3, help="alternating repeats; the best of each is reported")
-    p.add_argument("--device", default="cpu")
+    add_flags(p.add_argument, ["device"], device={"default": "cpu", "help": "cpu (default), cuda, cuda:N, mps or auto"})
     p.add_argument("--quick-tier", action="store_true", help="also time the core quick tier (5 encodings x 4 tasks)")
     p.add_argument("--tasks", metavar="T1,T2|all",
                    help="instead, time each task's quick tier on its own and print its in-distribution scores")
@@ -128,12 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_bench)
 
     p = sub.add_parser("results", help="print the results stored in a database")
-    p.add_argument("--db", default="sqlite:///results.db")
+    add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default=None, help="run id, latest or previous (default: all)")
     p.set_defaults(func=_results)
 
     p = sub.add_parser("report", help="render the leaderboard of a run as one self-contained HTML page")
-    p.add_argument("--db", default="sqlite:///results.db")
+    add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default="latest", help="run id, latest, previous or all (default latest)")
     p.add_argument("-o", "--output", default="leaderboard.html", help="output file (default leaderboard.html)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
@@ -148,12 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("base", metavar="BASE", help="run id, latest or previous")
     p.add_argument("current", metavar="CURRENT", help="run id, latest or previous")
-    p.add_argument("--db", default="sqlite:///results.db")
-    p.add_argument("--tolerance", type=float, default=0.02, help="absolute accuracy drop tolerated (default 0.02)")
-    p.add_argument("--ppl-tolerance", type=float, default=0.05,
-                   help="relative perplexity rise tolerated (default 0.05)")  # fmt: skip
-    p.add_argument("--speed-tolerance", type=float, default=0.15,
-                   help="relative training-throughput drop tolerated (default 0.15)")  # fmt: skip
+    add_flags(p.add_argument, ["db", *TOLERANCE_FLAGS, "speed_tolerance"])
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_compare)
     return parser

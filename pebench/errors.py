@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class PebenchError(Exception):
@@ -32,3 +32,26 @@ class LengthError(PebenchError, ValueError):
 
 class DatabaseError(PebenchError):
     """A results database URL that cannot be opened or is not a database."""
+
+
+class ConfigError(PebenchError, ValueError):
+    """A model, training or tolerance setting out of range.
+
+    ``template`` names the settings as ``{field}``; :meth:`render` writes them as the user typed them (e.g.
+    ``--d-model``) when given a field -> name map, and plain ``str()`` as ``owner: field ...``.
+    """
+
+    def __init__(self, owner: str, template: str) -> None:
+        self.owner = owner
+        self.template = template
+        super().__init__(self.render())
+
+    @property
+    def fields(self) -> list[str]:
+        import re
+
+        return re.findall(r"\{(\w+)\}", self.template)
+
+    def render(self, names: Mapping[str, str] | None = None) -> str:
+        text = self.template.format(**{f: (names or {}).get(f, f) for f in self.fields})
+        return text if names else f"{self.owner}: {text}"

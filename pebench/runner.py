@@ -14,7 +14,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,16 @@ from pebench.device import pick_device
 from pebench.encodings.base import EncodingContext
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash, derive_seed
-from pebench.models import ModelConfig, Transformer
+from pebench.models import Transformer
+from pebench.settings import Settings
+from pebench.store import attention
+from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
-from pebench.training import TrainConfig, TrainInfo, evaluate, train
+from pebench.training import TrainInfo, evaluate, train
 
-DEFAULT_STEPS = 600
+Timer = Callable[[Callable[[], TrainInfo]], TrainInfo]
+"""Wraps the call that trains a model, e.g. pytest-benchmark's ``benchmark.pedantic`` (see the suite)."""
+
 ATTENTION_TOKENS = 32
 """Length of the sequence whose last-layer attention maps are stored with the training-length result."""
 
@@ -46,39 +51,6 @@ class Case:
     @property
     def id(self) -> str:
         return f"{self.encoding}-{self.task}-L{self.length}"
-
-
-@dataclass
-class Settings:
-    """User-facing knobs (the suite's command-line options). ``None`` means the default."""
-
-    steps: int | None = None
-    batch_size: int = 64
-    lr: float = 3e-3
-    d_model: int = 128
-    n_layers: int = 2
-    n_heads: int = 4
-    dropout: float = 0.0
-    eval_samples: int = 256
-    eval_batch_size: int = 64
-    device: str | None = None
-    cache_dir: Path | None = None
-    progress: bool | None = None
-    encoding_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    task_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def train_config(self, task: Task) -> TrainConfig:
-        steps = self.steps if self.steps is not None else (task.default_steps or DEFAULT_STEPS)
-        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr)
-
-    def model_config(self, task: Task) -> ModelConfig:
-        return ModelConfig(
-            vocab_size=task.vocab_size,
-            d_model=self.d_model,
-            n_layers=self.n_layers,
-            n_heads=self.n_heads,
-            dropout=self.dropout,
-        )
 
 
 @dataclass
@@ -122,26 +94,20 @@ def code_version(encoding_cls: type, task_cls: type) -> str:
 def attention_snapshot(
     model: Transformer, task: Task, seed: int, device: torch.device, n_tokens: int = ATTENTION_TOKENS
 ) -> dict[str, Any]:
-    """The last layer's attention probabilities on the first ``n_tokens`` tokens of one evaluation sequence.
+    """The last layer's attention on the first ``n_tokens`` tokens of one evaluation sequence, as a stored snapshot
+    (:func:`pebench.store.attention.encode`).
 
     The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
     from (seed, "attention", task, length), then cut to ``n_tokens``: attention is causal, so these rows equal the
-    top-left block of the full sequence's maps. Returns ``{"layer", "tokens", "scale", "heads"}``: ``heads[h][i]``
-    lists ``round(scale * p)`` for the keys ``0..i`` of query ``i`` (the causal lower triangle; ``scale`` 1000), a
-    compact form for the report's attention plots.
+    top-left block of the full sequence's maps.
     """
     gen = torch.Generator().manual_seed(derive_seed(seed, "attention", task.name, task.train_length))
     batch = task.sample(1, task.train_length, gen, task.eval_splits[0])
     t = min(n_tokens, batch.inputs.shape[1])
     tokens = batch.inputs[:, :t].to(device)
     positions = None if batch.positions is None else batch.positions[..., :t].to(device)
-    maps = (model.attention_maps(tokens, positions, layer=-1)[0].float().cpu() * 1000).round().int()  # (H, t, t)
-    return {
-        "layer": len(model.blocks) - 1,
-        "tokens": tokens[0].tolist(),
-        "scale": 1000,
-        "heads": [[row[: i + 1] for i, row in enumerate(head)] for head in maps.tolist()],
-    }
+    maps = model.attention_maps(tokens, positions, layer=-1)[0].float().cpu()  # (H, t, t)
+    return attention.encode(maps.numpy(), len(model.blocks) - 1, tokens[0].tolist())
 
 
 class Runner:
@@ -151,16 +117,14 @@ class Runner:
         self,
         settings: Settings,
         progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
-        reuse: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+        reuse: Callable[[ResultRecord], ResultRecord | None] | None = None,
     ) -> None:
         self.settings = settings
         self.device = pick_device(settings.device)
         self.progress_context = progress_context
         # ``reuse(record)`` gets a new record's identity (config hash, versions, seed, length) before training and
-        # returns a finished record to use instead, or None (see pebench.reuse.ReuseLookup)
+        # returns a finished record to use instead, or None (see pebench.store.reuse.ReuseLookup)
         self.reuse = reuse
-        # wraps the call that trains a model, e.g. pytest-benchmark's ``benchmark.pedantic`` (see the suite)
-        self.train_timer: Callable[[Callable[[], TrainInfo]], TrainInfo] | None = None
         self._models: dict[str, TrainedModel] = {}
         self._tasks: dict[str, Task] = {}
 
@@ -202,8 +166,9 @@ class Runner:
             return None
         return Path(self.settings.cache_dir) / f"{case.encoding}-{case.task}-s{case.seed}-{key}.pt"
 
-    def model_for(self, case: Case, config: dict[str, Any]) -> TrainedModel:
-        """The trained model of (encoding, task, seed, config): from memory, from a checkpoint, or trained now."""
+    def model_for(self, case: Case, config: dict[str, Any], timer: Timer | None = None) -> TrainedModel:
+        """The trained model of (encoding, task, seed, config): from memory, from a checkpoint, or trained now
+        (through ``timer`` when given)."""
         key = config_hash({k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed})
         if key in self._models:
             return replace(self._models[key], reused=True)
@@ -236,7 +201,7 @@ class Runner:
                     description=f"{case.encoding}-{case.task}-s{case.seed}",
                 )
 
-            info = do_train() if self.train_timer is None else self.train_timer(do_train)
+            info = do_train() if timer is None else timer(do_train)
             trained = TrainedModel(model, info, reused=False)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,48 +212,44 @@ class Runner:
         return trained
 
     # -- running -----------------------------------------------------------------------------------------------
-    def run(self, case: Case) -> dict[str, Any]:
-        """Train (or reuse) and evaluate ``case``; never raises for a training failure -- the record says so."""
+    def run(self, case: Case, timer: Timer | None = None) -> ResultRecord:
+        """Train (or reuse) and evaluate ``case``; never raises for a training failure -- the record says so.
+        ``timer`` wraps the training call when this case trains its model."""
         task = self.task(case.task)
         task.check_length(case.length)
         enc_cls = encodings.get(case.encoding)
         config = self.describe(case)
-        record: dict[str, Any] = {
-            "case_id": case.id,
-            "encoding": case.encoding,
-            "encoding_version": enc_cls.version,
-            "task": case.task,
-            "task_version": task.version,
-            "train_length": task.train_length,
-            "eval_length": case.length,
-            "seed": case.seed,
-            "config": config,
-            "config_hash": config_hash(config),
-            "code_version": code_version(enc_cls, type(task)),
-            "metric": task.metric,
-            "higher_is_better": task.higher_is_better,
-            "chance_level": task.chance_level,
-            "status": "ok",
-            "message": "",
-            "metrics": {},
-        }
+        record = ResultRecord(
+            case_id=case.id,
+            encoding=case.encoding,
+            encoding_version=enc_cls.version,
+            task=case.task,
+            task_version=task.version,
+            train_length=task.train_length,
+            eval_length=case.length,
+            seed=case.seed,
+            config=config,
+            config_hash=config_hash(config),
+            code_version=code_version(enc_cls, type(task)),
+            metric=task.metric,
+            higher_is_better=task.higher_is_better,
+            chance_level=task.chance_level,
+        )
         if self.reuse is not None:
             earlier = self.reuse(record)
             if earlier is not None:
                 return earlier
         try:
-            trained = self.model_for(case, config)
+            trained = self.model_for(case, config, timer)
             info = trained.info
-            record.update(
-                train_steps=info.steps,
-                train_time_s=info.wall_time_s,
-                tokens_per_s=info.tokens_per_s,
-                final_train_loss=info.final_loss if math.isfinite(info.final_loss) else None,
-                model_reused=trained.reused,
-                curve=info.curve,
-            )
+            record.train_steps = info.steps
+            record.train_time_s = info.wall_time_s
+            record.tokens_per_s = info.tokens_per_s
+            record.final_train_loss = info.final_loss if math.isfinite(info.final_loss) else None
+            record.model_reused = trained.reused
+            record.curve = info.curve
             if info.status != "ok":
-                record.update(status=info.status, message=info.message)
+                record.status, record.message = info.status, info.message
                 return record
             start = time.perf_counter()
             splits = {
@@ -304,25 +265,22 @@ class Runner:
                 )
                 for split in task.eval_splits
             }
-            record["eval_time_s"] = time.perf_counter() - start
+            record.eval_time_s = time.perf_counter() - start
             main = splits[task.eval_splits[0]]
-            record.update(
-                loss=main["loss"],
-                token_accuracy=main["token_accuracy"],
-                sequence_accuracy=main["sequence_accuracy"],
-                score=task.score(main),
-                metrics={"splits": splits},
-            )
+            record.loss = main["loss"]
+            record.token_accuracy = main["token_accuracy"]
+            record.sequence_accuracy = main["sequence_accuracy"]
+            record.score = task.score(main)
+            record.metrics = {"splits": splits}
             if not math.isfinite(main["loss"]):
-                record.update(status="diverged", message=f"non-finite evaluation loss at length {case.length}")
+                record.status = "diverged"
+                record.message = f"non-finite evaluation loss at length {case.length}"
             elif case.length == task.train_length:
-                record["metrics"]["attention"] = attention_snapshot(trained.model, task, case.seed, self.device)
+                record.metrics["attention"] = attention_snapshot(trained.model, task, case.seed, self.device)
         except PebenchError:
             raise
         except Exception as err:  # recorded, then reported as a failed case by the suite
-            record.update(
-                status="error",
-                message=f"{type(err).__name__}: {err}",
-                metrics={"traceback": traceback.format_exc(limit=20)},
-            )
+            record.status = "error"
+            record.message = f"{type(err).__name__}: {err}"
+            record.metrics = {"traceback": traceback.format_exc(limit=20)}
         return record

@@ -1,7 +1,8 @@
 """Training and evaluation of one model: AdamW, linear warm-up then cosine decay, gradient clipping.
 
-The optimiser follows the published streamlit study's set-up (AdamW, gradient clip 1.0) with the schedule of
-nanoGPT-style training (Loshchilov & Hutter 2019 for AdamW; cosine decay, Loshchilov & Hutter 2017).
+The optimiser follows the seed study (a published interactive Streamlit comparison of positional encodings on four
+synthetic tasks, where pebench's core tasks and default model come from): AdamW with gradient clip 1.0; the schedule
+is that of nanoGPT-style training (Loshchilov & Hutter 2019 for AdamW; cosine decay, Loshchilov & Hutter 2017).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from pebench.errors import ConfigError
 from pebench.models import Transformer
 from pebench.tasks.base import IGNORE, Batch, Task
 
@@ -35,11 +37,11 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.steps <= 0:
-            raise ValueError(f"train: steps must be positive, got {self.steps}")
+            raise ConfigError("train", f"{{steps}} must be a positive integer, got {self.steps}")
         if self.batch_size <= 0:
-            raise ValueError(f"train: batch_size must be positive, got {self.batch_size}")
+            raise ConfigError("train", f"{{batch_size}} must be a positive integer, got {self.batch_size}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise ValueError(f"train: lr must be a positive number, got {self.lr}")
+            raise ConfigError("train", f"{{lr}} must be a positive finite number, got {self.lr}")
 
     @property
     def curve_interval(self) -> int:

@@ -12,32 +12,27 @@ benchmark's ``extra_info`` and, independently of pytest-benchmark (which disable
 database.
 """
 
-import json
-
 import pytest
 
-from pebench.pytest_plugin import RESULT_PROPERTY
+from pebench.suite.plugin import REGRESSION_PROPERTY, RESULT_PROPERTY
 
 
 # only the case that trains a model uses the benchmark fixture (see the module docstring)
 @pytest.mark.filterwarnings("ignore:Benchmark fixture was not used")
 def test_case(pebench_case, pebench_runner, pebench_baseline, benchmark, record_property):
     benchmark.group = "training"
-    pebench_runner.train_timer = lambda train: benchmark.pedantic(train, rounds=1, iterations=1, warmup_rounds=0)
-    try:
-        record = pebench_runner.run(pebench_case)
-    finally:
-        pebench_runner.train_timer = None
-    benchmark.extra_info.update(
-        tokens_per_s=record.get("tokens_per_s"), train_steps=record.get("train_steps"), status=record["status"]
+    record = pebench_runner.run(
+        pebench_case, timer=lambda train: benchmark.pedantic(train, rounds=1, iterations=1, warmup_rounds=0)
     )
-    record_property(RESULT_PROPERTY, json.dumps(record))
-    if record["status"] == "diverged":
-        pytest.xfail(f"diverged: {record['message']}")
-    if record["status"] == "error":
-        pytest.fail(f"{pebench_case.id}: {record['message']}\n{record['metrics'].get('traceback', '')}")
-    assert record["score"] is not None
+    benchmark.extra_info.update(tokens_per_s=record.tokens_per_s, train_steps=record.train_steps, status=record.status)
+    record_property(RESULT_PROPERTY, record.to_json())
+    if record.status == "diverged":
+        pytest.xfail(f"diverged: {record.message}")
+    if record.status == "error":
+        pytest.fail(f"{pebench_case.id}: {record.message}\n{record.metrics.get('traceback', '')}")
+    assert record.score is not None
     if pebench_baseline is not None:
         regression = pebench_baseline.check(record)
-        if regression:
-            pytest.fail(regression, pytrace=False)
+        if regression is not None:
+            record_property(REGRESSION_PROPERTY, regression.to_json())
+            pytest.fail(regression.message, pytrace=False)

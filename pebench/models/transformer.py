@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pebench.encodings.base import PositionalEncoding
+from pebench.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,14 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"model: {name} must be positive, got {getattr(self, name)}")
+                raise ConfigError("model", f"{{{name}}} must be positive, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
-            raise ValueError(f"model: d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+            d, h = self.d_model, self.n_heads
+            raise ConfigError("model", f"{{d_model}} ({d}) must be divisible by {{n_heads}} ({h})")
         if self.ffn_hidden < 0:
-            raise ValueError(f"model: ffn_hidden must be positive (or 0 for LLaMA's rule), got {self.ffn_hidden}")
+            raise ConfigError("model", f"{{ffn_hidden}} must be positive (or 0: LLaMA's rule), got {self.ffn_hidden}")
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"model: dropout must be in [0, 1), got {self.dropout}")
+            raise ConfigError("model", f"{{dropout}} must be in [0, 1), got {self.dropout}")
 
     @property
     def head_dim(self) -> int:

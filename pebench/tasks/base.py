@@ -1,9 +1,9 @@
 """What every task declares and how it produces batches.
 
 A task generates ``(inputs, targets)`` from a :class:`torch.Generator`; targets hold :data:`IGNORE` where a position
-is not scored. It declares its vocabulary size, training length, evaluation lengths per tier, metric (name and
-direction), chance level and a version string (bump it whenever the generator changes so old results are not mixed
-with new ones).
+is not scored. It declares its vocabulary size, training length, evaluation lengths per tier, metric (a name from
+:mod:`pebench.metrics`, which says what the score means), chance level and a version string (bump it whenever the
+generator changes so old results are not mixed with new ones).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
+from pebench import metrics
 from pebench.errors import LengthError
 from pebench.options import Option, resolve
 
@@ -22,15 +23,6 @@ IGNORE = -100
 """Target value of unscored positions (the default ``ignore_index`` of :func:`torch.nn.functional.cross_entropy`)."""
 
 TIERS = ("quick", "full")
-
-METRICS = {"accuracy": "token_accuracy", "exact_match": "sequence_accuracy", "perplexity": "perplexity"}
-"""Metric names a task may declare -> the key of :func:`pebench.training.evaluate`'s result that holds it.
-
-``accuracy`` is the accuracy over scored tokens, ``exact_match`` the fraction of sequences whose scored tokens are
-all correct (teacher-forced, which equals greedy decoding's exact match), ``perplexity`` is exp(mean loss over scored
-tokens).
-"""
-
 
 @dataclass
 class Batch:
@@ -54,7 +46,7 @@ class Task:
     paper: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}
     metric: ClassVar[str] = "accuracy"
-    higher_is_better: ClassVar[bool] = True
+    """Name of the task's metric in :mod:`pebench.metrics` (direction, display and normalisation come from there)."""
     eval_splits: ClassVar[tuple[str, ...]] = ("test",)
     """Evaluation splits; the first is the primary one whose metrics fill a result's main columns."""
 
@@ -85,9 +77,13 @@ class Task:
         """Shortest and longest training length (both ``train_length`` unless the task trains on a range)."""
         return self.train_length, self.train_length
 
-    def score(self, metrics: dict[str, float]) -> float:
+    @property
+    def higher_is_better(self) -> bool:
+        return metrics.get(self.metric).higher_is_better
+
+    def score(self, result: dict[str, float]) -> float:
         """The task's metric picked out of an :func:`~pebench.training.evaluate` result."""
-        return float(metrics[METRICS[self.metric]])
+        return float(result[metrics.get(self.metric).key])
 
     def tokens(self, length: int) -> int:
         """Number of tokens of a sequence at task length ``length`` (default: the length itself)."""

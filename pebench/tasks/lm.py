@@ -150,7 +150,6 @@ class LanguageModelling(Task):
         "context": Option(64, "training context length L (tokens)", type=int, low=2, high=1_000_000),
     }
     metric = "perplexity"
-    higher_is_better = False
     min_length = 2
 
     def __init__(self, **options: Any) -> None:

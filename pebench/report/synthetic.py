@@ -2,9 +2,9 @@
 
 Scores come from a simple generative rule (an encoding's quality, decaying with the ratio of evaluation to training
 length, plus seed noise), so pages look like real ones; they are never presented as benchmark results. Rows go in
-with bulk inserts through the schema of :mod:`pebench.db`.
+with bulk inserts through the schema of :mod:`pebench.store.schema`.
 
-``python -m pebench.synthetic --results 10000 --out /tmp/lb.html`` builds a database of 10,000 results and times
+``python -m pebench.report.synthetic --results 10000 --out /tmp/lb.html`` builds a database of 10,000 results and times
 the rendering of its leaderboard.
 """
 
@@ -22,7 +22,10 @@ from typing import Any
 import numpy as np
 from sqlalchemy import insert
 
-from pebench import db
+from pebench import metrics as metric_registry
+from pebench.hashing import config_hash
+from pebench.store import database as db
+from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result
 
 RUN_INFO = {
     "package_version": "0.1.0",
@@ -42,7 +45,6 @@ class SynthTask:
     train_length: int = 64
     lengths: tuple[int, ...] = (64, 128, 256)
     metric: str = "accuracy"
-    higher_is_better: bool = True
     chance: float = 0.1
     vocab: int = 16
     splits: tuple[str, ...] = ("test",)
@@ -80,6 +82,7 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
     for enc in spec.encodings:
         quality, decay = _quality(enc)
         for task in spec.tasks:
+            metric = metric_registry.get(task.metric)
             config = {
                 "encoding": {"name": enc, "version": "1", "options": {}},
                 "task": {"name": task.name, "version": "1", "options": {}},
@@ -87,8 +90,6 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                 "train": {"steps": spec.steps, "batch_size": 64, "lr": 0.003},
                 "eval": {"samples": 256},
             }
-            from pebench.hashing import config_hash
-
             chash = config_hash(config)
             for seed in range(spec.seeds):
                 noise_q = float(rng.normal(0, 0.03))
@@ -104,7 +105,7 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                     splits = {}
                     for i, split in enumerate(task.splits):
                         qs = min(1.0, max(0.0, q - 0.05 * i * ratio))
-                        if task.higher_is_better:
+                        if metric.higher_is_better:
                             acc = task.chance + (1 - task.chance) * qs
                             loss = -math.log(max(acc, 1e-3))
                         else:
@@ -140,7 +141,7 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                         "status": status,
                         "message": message,
                         "metric": task.metric,
-                        "higher_is_better": task.higher_is_better,
+                        "higher_is_better": metric.higher_is_better,
                         "chance_level": task.chance,
                         "train_steps": spec.steps,
                         "train_time_s": 30.0 + 10 * quality,
@@ -152,7 +153,7 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                         "curve": curve,
                     }
                     if status == "ok":
-                        score = main["perplexity"] if task.metric == "perplexity" else main["token_accuracy"]
+                        score = main[metric.key]
                         rec.update(score=score, loss=main["loss"], token_accuracy=main["token_accuracy"],
                                    sequence_accuracy=main["sequence_accuracy"])  # fmt: skip
                     out.append(rec)
@@ -163,20 +164,20 @@ def write_run(engine: Any, recs: Sequence[dict[str, Any]], info: dict[str, Any] 
     """A finished run holding ``recs`` (and their learning curves), written with bulk inserts; returns its id."""
     run_id = db.start_run(engine, dict(RUN_INFO, **(info or {})))
     with db.session_scope(engine) as s:
-        start = (s.query(db.Result.id).order_by(db.Result.id.desc()).limit(1).scalar() or 0) + 1
+        start = (s.query(Result.id).order_by(Result.id.desc()).limit(1).scalar() or 0) + 1
         rows, points = [], []
         for i, rec in enumerate(recs):
             rid = start + i
-            row = {k: rec[k] for k in db.RESULT_FIELDS if k in rec}
+            row = {k: rec[k] for k in RESULT_FIELDS if k in rec}
             rows.append({"id": rid, "run_id": run_id, **row})
             for p in rec.get("curve") or []:
                 points.append(
                     {"result_id": rid, "step": p["step"], "loss": p.get("loss"), "accuracy": p.get("accuracy")}
                 )
         if rows:
-            s.execute(insert(db.Result), rows)
+            s.execute(insert(Result), rows)
         if points:
-            s.execute(insert(db.CurvePoint), points)
+            s.execute(insert(CurvePoint), points)
     db.finish_run(engine, run_id, "finished")
     return run_id
 
@@ -189,7 +190,7 @@ def standard_spec(n_results: int = 10_000) -> SynthSpec:
     ]
     tasks.append(SynthTask("passkey_like", 128, (128, 256, 512, 1024, 2048), chance=0.1, vocab=14,
                            splits=tuple(f"depth{d:.2f}" for d in (0, 0.25, 0.5, 0.75, 1.0))))  # fmt: skip
-    tasks.append(SynthTask("lm_like", 128, (128, 256, 512, 1024, 2048), metric="perplexity", higher_is_better=False,
+    tasks.append(SynthTask("lm_like", 128, (128, 256, 512, 1024, 2048), metric="perplexity",
                            chance=260.0, vocab=260))  # fmt: skip
     encodings = [f"enc{i:02d}" for i in range(20)]
     per_seed = len(encodings) * sum(len(t.lengths) for t in tasks)
@@ -197,9 +198,9 @@ def standard_spec(n_results: int = 10_000) -> SynthSpec:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pebench.report import render_report
+    from pebench.report.page import render_report
 
-    p = argparse.ArgumentParser(prog="python -m pebench.synthetic", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m pebench.report.synthetic", description=__doc__.splitlines()[0])
     p.add_argument("--results", type=int, default=10_000, help="number of results (default 10000)")
     p.add_argument("--db", default=None, help="database URL (default: a new file beside --out)")
     p.add_argument("--out", default="synthetic-leaderboard.html")

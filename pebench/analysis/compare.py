@@ -20,17 +20,21 @@ noise).
 
 from __future__ import annotations
 
-import math
+import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from pebench import db
+from pebench import metrics
+from pebench.analysis.scoring import ok_scores
+from pebench.analysis.stats import Estimate, estimate
 from pebench.errors import PebenchError
-from pebench.results import load
-from pebench.stats import Estimate, estimate
+from pebench.metrics import Metric, Tolerances
+from pebench.store.database import open_db, resolve_run_id
+from pebench.store.load import load
+from pebench.store.record import ResultRecord
 
 KEY = ("encoding", "task", "eval_length")
 
@@ -39,25 +43,9 @@ class CompareError(PebenchError):
     """Runs that cannot be compared: unknown ids, no case in common, incompatible configurations."""
 
 
-@dataclass(frozen=True)
-class Tolerances:
-    accuracy: float = 0.02  # absolute, for metrics other than perplexity
-    perplexity: float = 0.05  # relative
-    speed: float = 0.15  # relative drop of training tokens/s
-
-    def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            if not (value >= 0 and math.isfinite(value)):
-                raise CompareError(f"tolerance {name} must be a non-negative number, got {value}")
-
-
-def _relative(metric: str) -> bool:
-    return metric == "perplexity"
-
-
-def threshold(metric: str, base: float, tol: Tolerances) -> float:
+def threshold(metric: Metric, base: float, tol: Tolerances) -> float:
     """The change of the score that counts as more than the tolerance, in the metric's own units."""
-    return tol.perplexity * abs(base) if _relative(metric) else tol.accuracy
+    return tol.perplexity * abs(base) if metric.relative else tol.accuracy
 
 
 def gain(base: float, current: float, higher_is_better: bool) -> float:
@@ -186,11 +174,6 @@ def config_difference(a: Any, b: Any, prefix: str = "") -> list[str]:
     return [] if a == b else [f"{prefix.rstrip('.')}: {a} vs {b}"]
 
 
-def _ok_scores(rows: pd.DataFrame) -> list[float]:
-    ok = rows[rows["status"] == "ok"]
-    return [float(v) for v in ok["score"] if v is not None and math.isfinite(v)]
-
-
 def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, base_run: int = 0,
                    current_run: int = 0) -> Comparison:  # fmt: skip
     """Compare two runs' results (DataFrames as from :func:`pebench.results.load`)."""
@@ -217,11 +200,12 @@ def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, b
             continue
         h = sorted(hashes)[0]
         b, c = b[b["config_hash"] == h], c[c["config_hash"] == h]
-        metric, hib = str(c.iloc[0]["metric"]), bool(c.iloc[0]["higher_is_better"])
-        bv, cv = _ok_scores(b), _ok_scores(c)
+        m = metrics.of_result(c.iloc[0]["metric"], c.iloc[0]["higher_is_better"])
+        metric, hib = str(c.iloc[0]["metric"]), m.higher_is_better
+        bv, cv = ok_scores(b), ok_scores(c)
         be, ce = (estimate(bv) if bv else None), (estimate(cv) if cv else None)
         if be is not None and ce is not None:
-            v = verdict(be, ce, threshold(metric, be.mean, tol), hib)
+            v = verdict(be, ce, threshold(m, be.mean, tol), hib)
             row = CaseComparison(*key, metric, hib, be, ce, ce.mean - be.mean, v)
         elif be is not None:
             statuses = ",".join(sorted(set(c["status"])))
@@ -267,9 +251,9 @@ def _compare_speed(base: pd.DataFrame, current: pd.DataFrame, models: Iterable[t
 
 def compare_runs(url: str, base: int | str, current: int | str, tol: Tolerances | None = None) -> Comparison:
     """Compare run ``base`` with run ``current`` (ids, ``latest`` or ``previous``) of the database at ``url``."""
-    engine = db.open_db(url, create=False)
+    engine = open_db(url, create=False)
     try:
-        base_id, current_id = db.resolve_run_id(engine, base), db.resolve_run_id(engine, current)
+        base_id, current_id = resolve_run_id(engine, base), resolve_run_id(engine, current)
     finally:
         engine.dispose()
     if base_id == current_id:
@@ -359,39 +343,73 @@ class Baseline:
                 f"{'; '.join(diff[:3]) or 'config hash differs'}); bless a new baseline or pick another run"
             )
 
-    def check(self, record: dict[str, Any]) -> str | None:
-        """A failure message with the numbers when ``record`` regressed against the baseline, else None."""
+    def check(self, record: ResultRecord) -> Regression | None:
+        """The :class:`Regression` when ``record`` got worse than the baseline beyond the tolerance, else None."""
         f = self.frame
-        same = (f["encoding"] == record["encoding"]) & (f["task"] == record["task"])
-        same &= (f["eval_length"] == record["eval_length"]) & (f["config_hash"] == record["config_hash"])
+        same = (f["encoding"] == record.encoding) & (f["task"] == record.task)
+        same &= (f["eval_length"] == record.eval_length) & (f["config_hash"] == record.config_hash)
         rows = f[same]
         values = rows[rows["status"] == "ok"]
         values = values[values["score"].notna()]
-        if values.empty or record.get("status") != "ok" or record.get("score") is None:
+        if values.empty or record.status != "ok" or record.score is None:
             return None
-        same_seed = values[values["seed"] == record["seed"]]
+        same_seed = values[values["seed"] == record.seed]
         ref = float(same_seed["score"].iloc[-1]) if not same_seed.empty else float(values["score"].mean())
-        hib = bool(record["higher_is_better"])
-        metric = record["metric"]
-        x = float(record["score"])
+        metric = metrics.of_result(record.metric, record.higher_is_better)
+        x = float(record.score)
         limit = threshold(metric, ref, self.tol)
-        drop = -gain(ref, x, hib)
+        drop = -metric.gain(ref, x)
         if drop <= limit:
             return None
         all_scores = values["score"].astype(float)
-        worst = all_scores.min() if hib else all_scores.max()
-        if len(all_scores) > 1 and gain(worst, x, hib) >= 0:
+        worst = float(all_scores.min() if metric.higher_is_better else all_scores.max())
+        if len(all_scores) > 1 and metric.gain(worst, x) >= 0:
             return None  # within the spread of the baseline's seeds
-        seed_note = f"seed {record['seed']}" if not same_seed.empty else "baseline mean of other seeds"
+        spread = estimate(all_scores.tolist()) if len(all_scores) > 1 else None
+        return Regression(
+            case_id=record.case_id, seed=record.seed, run_id=self.run_id, metric=record.metric, value=x,
+            reference=ref, same_seed=not same_seed.empty, drop=drop, tolerance=self.tol.describe(metric),
+            baseline=_est(spread), worst=worst if spread is not None else None,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A suite case that regressed against the baseline run: the numbers, and :attr:`message` for people."""
+
+    case_id: str
+    seed: int
+    run_id: int
+    metric: str
+    value: float
+    reference: float
+    same_seed: bool
+    """Whether ``reference`` is the baseline's result of the same seed (else the mean of its other seeds)."""
+    drop: float
+    tolerance: str
+    baseline: dict[str, Any] | None = None
+    """Mean and interval over the baseline's seeds (with several seeds)."""
+    worst: float | None = None
+
+    @property
+    def message(self) -> str:
+        seed_note = f"seed {self.seed}" if self.same_seed else "baseline mean of other seeds"
         spread = ""
-        if len(all_scores) > 1:
-            est = estimate(all_scores.tolist())
+        if self.baseline is not None:
+            b = self.baseline
             spread = (
-                f"; baseline over {est.n} seeds: mean {est.mean:.4f} [{est.low:.4f}, {est.high:.4f}], "
-                f"worst {worst:.4f}"
+                f"; baseline over {b['n']} seeds: mean {b['mean']:.4f} [{b['low']:.4f}, {b['high']:.4f}], "
+                f"worst {self.worst:.4f}"
             )
-        tol = f"{self.tol.perplexity:.0%} relative" if _relative(metric) else f"{self.tol.accuracy:g}"
         return (
-            f"{record['case_id']} (seed {record['seed']}) regressed against baseline run {self.run_id}: {metric} "
-            f"{x:.4f} vs {ref:.4f} ({seed_note}), worse by {drop:.4f} > tolerance {tol}{spread}"
+            f"{self.case_id} (seed {self.seed}) regressed against baseline run {self.run_id}: {self.metric} "
+            f"{self.value:.4f} vs {self.reference:.4f} ({seed_note}), worse by {self.drop:.4f} > tolerance "
+            f"{self.tolerance}{spread}"
         )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Regression:
+        return cls(**json.loads(text))

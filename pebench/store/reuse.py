@@ -13,13 +13,13 @@ like any other record, and only the controller writes.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from pebench import db
+from pebench.store.database import open_db
+from pebench.store.record import ResultRecord
+from pebench.store.schema import RESULT_FIELDS, Result, Run
 
 MATCH_FIELDS = (
     "encoding",
@@ -46,20 +46,20 @@ class ReuseLookup:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = db.open_db(self.url, create=False)
+            self._engine = open_db(self.url, create=False)
         return self._engine
 
-    def find(self, record: dict[str, Any]) -> db.Result | None:
+    def find(self, record: ResultRecord) -> Result | None:
         """The newest earlier ``ok`` result matching ``record``'s identity (see the module docstring)."""
         query = (
-            select(db.Result)
-            .join(db.Run, db.Result.run_id == db.Run.id)
-            .where(db.Result.status == "ok", db.Run.device.like(f"{self.device_type}%"))
-            .order_by(db.Result.id.desc())
+            select(Result)
+            .join(Run, Result.run_id == Run.id)
+            .where(Result.status == "ok", Run.device.like(f"{self.device_type}%"))
+            .order_by(Result.id.desc())
             .limit(1)
         )
         for name in MATCH_FIELDS:
-            query = query.where(getattr(db.Result, name) == record[name])
+            query = query.where(getattr(Result, name) == getattr(record, name))
         with Session(self.engine) as s:
             found = s.scalars(query).first()
             if found is not None:
@@ -67,21 +67,21 @@ class ReuseLookup:
                 s.expunge_all()
         return found
 
-    def __call__(self, record: dict[str, Any]) -> dict[str, Any] | None:
+    def __call__(self, record: ResultRecord) -> ResultRecord | None:
         old = self.find(record)
         if old is None:
             return None
         self.hits += 1
-        copied = {name: getattr(old, name) for name in db.RESULT_FIELDS}
+        copied = {name: getattr(old, name) for name in RESULT_FIELDS}
         origin = old.reused_from or old.id
         copied.update(
-            case_id=record["case_id"],
+            case_id=record.case_id,
             model_reused=True,
             reused_from=origin,
             message=f"reused result {origin}",
             curve=[{"step": p.step, "loss": p.loss, "accuracy": p.accuracy} for p in old.curve],
         )
-        return copied
+        return ResultRecord(**copied)
 
     def close(self) -> None:
         if self._engine is not None:

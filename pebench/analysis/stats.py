@@ -1,4 +1,4 @@
-"""Aggregates over seeds: mean with a bootstrap confidence interval, and the interquartile mean.
+"""Aggregates over seeds: mean with a bootstrap confidence interval, the interquartile mean, and a Student-t interval.
 
 The bootstrap is the bias-corrected and accelerated (BCa) interval of :func:`scipy.stats.bootstrap` (Efron 1987);
 the interquartile mean (IQM) is the mean of the middle 50% of the values, recommended for few-run deep-learning
@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -58,3 +59,22 @@ def estimate(values: Sequence[float], confidence: float = 0.95, n_resamples: int
         if math.isfinite(low) and math.isfinite(high):
             break
     return Estimate(mean, min(low, mean), max(high, mean), int(x.size), iqm(x) if x.size >= 4 else None, confidence)
+
+
+@lru_cache(maxsize=64)
+def _t_quantile(dof: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, dof))
+
+
+def t_interval(values: Sequence[float]) -> tuple[float, float | None, int]:
+    """Mean, half-width of the Student-t 95% interval (None for fewer than 2 values), and n of the finite values
+    (cheap enough for the thousands of cells of a report)."""
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if x.size == 0:
+        raise ValueError("t_interval of no finite values")
+    if x.size < 2:
+        return float(x.mean()), None, 1
+    half = _t_quantile(x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return float(x.mean()), half, int(x.size)

@@ -1,0 +1,125 @@
+"""``pebench bench``: tokens/s of one training step (forward, backward, AdamW step) of the pebench model at the
+default configuration, side by side with Hugging Face ``LlamaForCausalLM`` of the same sizes (same width, depth,
+heads, SwiGLU hidden size, vocabulary; SDPA attention; untied embeddings). The two are timed alternately in the same
+process, ``--repeats`` times, and the best repeat of each is reported, since shared machines are noisy.
+
+``--quick-tier`` also times the core quick tier (5 encodings x 4 tasks x 3 lengths, default settings) in a
+subprocess with a fresh cache and a temporary database.
+
+``--tasks T1,T2|all`` instead times each task's quick tier on its own (the five core encodings unless
+``--encodings`` says otherwise; fresh cache, temporary database), then prints its wall time and, per encoding, the
+in-distribution score (at the training length) with a verdict: *learned* when the score covers at least half the
+distance from chance to perfect, *partly* from a tenth, else *not learned*. For perplexity the distance is measured
+in log space, from the uniform perplexity down to 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from pebench import encodings
+from pebench.device import pick_device
+from pebench.encodings.base import EncodingContext
+from pebench.models import ModelConfig, Transformer
+
+
+def _step_fn(model: torch.nn.Module, logits_of: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+             y: torch.Tensor) -> Callable[[], None]:  # fmt: skip
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step() -> None:
+        logits = logits_of(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def _time(step: Callable[[], None], steps: int, warmup: int, device: torch.device) -> float:
+    for _ in range(warmup):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) / steps
+
+
+def hf_llama(cfg: ModelConfig, max_len: int) -> torch.nn.Module | None:
+    """LlamaForCausalLM with the same sizes, or None when transformers is not installed."""
+    try:
+        from transformers import LlamaConfig, LlamaForCausalLM
+    except ImportError:
+        return None
+    hf_cfg = LlamaConfig(
+        vocab_size=cfg.vocab_size,
+        hidden_size=cfg.d_model,
+        intermediate_size=cfg.hidden,
+        num_hidden_layers=cfg.n_layers,
+        num_attention_heads=cfg.n_heads,
+        num_key_value_heads=cfg.n_heads,
+        max_position_embeddings=max_len,
+        rms_norm_eps=cfg.norm_eps,
+        tie_word_embeddings=False,
+        attention_dropout=0.0,
+    )
+    hf_cfg._attn_implementation = "sdpa"
+    return LlamaForCausalLM(hf_cfg)
+
+
+def step_throughput(args: argparse.Namespace) -> list[dict[str, float | int | str]]:
+    device = pick_device(args.device)
+    cfg = ModelConfig(vocab_size=args.vocab, d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads)
+    rows = []
+    for seq in args.seq:
+        torch.manual_seed(0)
+        ctx = EncodingContext(cfg.d_model, cfg.n_heads, cfg.n_layers, max(args.seq))
+        ours = Transformer(cfg, encodings.build(args.encoding, ctx)).to(device).train()
+        x = torch.randint(0, cfg.vocab_size, (args.batch_size, seq), device=device)
+        y = torch.randint(0, cfg.vocab_size, (args.batch_size, seq), device=device)
+        contenders = {f"pebench ({args.encoding})": _step_fn(ours, ours, x, y)}
+        hf = hf_llama(cfg, max(args.seq))
+        if hf is not None:
+            hf = hf.to(device).train()
+            contenders["hf LlamaForCausalLM"] = _step_fn(hf, lambda t, m=hf: m(input_ids=t).logits, x, y)
+        best: dict[str, float] = {}
+        for _ in range(args.repeats):
+            for name, step in contenders.items():  # alternate, so drift affects both alike
+                best[name] = min(best.get(name, float("inf")), _time(step, args.steps, args.warmup, device))
+        for name, sec in best.items():
+            rows.append({"seq": seq, "model": name, "ms_per_step": sec * 1e3,
+                         "tokens_per_s": args.batch_size * seq / sec})  # fmt: skip
+        if hf is None:
+            print("transformers is not installed: pip install -e '.[bench]' for the Hugging Face comparison")
+    return rows
+
+
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print the step throughput table and the pebench / HF ratio per sequence length."""
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {pick_device(args.device)}")
+    print(f"batch {args.batch_size}, d_model {args.d_model}, layers {args.n_layers}, heads {args.n_heads}, "
+          f"vocab {args.vocab}; best of {args.repeats} x {args.steps} steps")  # fmt: skip
+    rows = step_throughput(args)
+    print(f"{'seq':>5}  {'model':<24} {'ms/step':>9} {'tokens/s':>10}")
+    for r in rows:
+        print(f"{r['seq']:>5}  {r['model']:<24} {r['ms_per_step']:>9.1f} {r['tokens_per_s']:>10.0f}")
+    by_seq: dict[int, dict[str, float]] = {}
+    for r in rows:
+        by_seq.setdefault(int(r["seq"]), {})[str(r["model"])] = float(r["tokens_per_s"])
+    for seq, d in by_seq.items():
+        if len(d) == 2:
+            ours, theirs = d[f"pebench ({args.encoding})"], d["hf LlamaForCausalLM"]
+            print(f"seq {seq}: pebench / HF throughput = {ours / theirs:.2f}x")
+    return 0

@@ -1,0 +1,128 @@
+"""What the page shows: the run selection (one run, latest, previous, or the latest result of every case across runs),
+the previous comparable run for deltas, and the whole template context (:func:`build_context`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pandas as pd
+from markupsafe import Markup
+
+from pebench.errors import PebenchError
+from pebench.report import charts, views
+from pebench.store import load as store_load
+from pebench.store.database import open_db, resolve_run_id
+from pebench.store.schema import Base
+
+RUN_CHOICES = "a run id, latest, previous or all"
+
+
+class ReportError(PebenchError):
+    """Bad input to the report (run selection, output path)."""
+
+
+def _check_run(run: int | str | None) -> int | str:
+    if run is None:
+        return "latest"
+    if isinstance(run, int) and not isinstance(run, bool):
+        return run
+    text = str(run).strip()
+    if text in ("latest", "previous", "all"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise ReportError(f"--run {run!r} is not valid; expected {RUN_CHOICES}") from None
+
+
+def select(df: pd.DataFrame, run_ids: list[int], run: int | str) -> tuple[pd.DataFrame, list[int]]:
+    """The rows to show and the run ids they come from. ``all``: the latest result of every (encoding, task,
+    train length, eval length, seed) across runs; otherwise the rows of the one resolved run."""
+    if run == "all":
+        if df.empty:
+            return df, []
+        key = ["encoding", "task", "train_length", "eval_length", "seed"]
+        sel = df.sort_values("id").drop_duplicates(key, keep="last")
+        return sel, sorted(int(r) for r in sel["run_id"].unique())
+    return df[df["run_id"].isin(run_ids)], run_ids
+
+
+def previous_comparable(df: pd.DataFrame, sel: pd.DataFrame) -> pd.DataFrame:
+    """For each config hash in ``sel``, the rows of the latest earlier run that holds that config hash."""
+    if sel.empty:
+        return sel
+    first = int(sel["run_id"].min())
+    earlier = df[(df["run_id"] < first) & df["config_hash"].isin(set(sel["config_hash"]))]
+    if earlier.empty:
+        return earlier
+    latest = earlier.groupby("config_hash")["run_id"].transform("max")
+    return earlier[earlier["run_id"] == latest]
+
+
+def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, Any]:
+    """Everything the template needs, from the database at ``db_url``."""
+    choice = _check_run(run)
+    engine = open_db(db_url, create=False)
+    try:
+        Base.metadata.create_all(engine)  # an empty file gains the tables (as in pebench.results.load)
+        df = store_load.load_light(engine)
+        runs = store_load.runs(engine)
+        run_ids: list[int] = []
+        if choice != "all" and (runs or choice not in ("latest", "previous")):
+            run_ids = [resolve_run_id(engine, choice)]
+        sel, shown_runs = select(df, run_ids, choice)
+        if choice != "all":
+            shown_runs = run_ids
+        run_rows = [r for r in runs if r["id"] in set(shown_runs)]
+        mode = "all runs (latest result of each case)" if choice == "all" else "one run"
+        context: dict[str, Any] = {
+            "title": "pebench leaderboard",
+            "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "db_url": _safe_url(db_url),
+            "header": views.header_info(sel, run_rows, mode),
+            "empty": sel.empty,
+            "n_runs_in_db": len(runs),
+        }
+        if sel.empty:
+            return context
+        sel = store_load.attach_json(engine, sel)
+        prev = previous_comparable(df, sel) if choice != "all" else sel.iloc[0:0]
+        configs = dict(zip(sel["config_hash"], sel["config"], strict=True))
+        prev = prev.assign(config=[configs.get(h, {}) for h in prev["config_hash"]], metrics=[{}] * len(prev))
+        assembled = views.assemble(sel, prev)
+        groups, keys = assembled.groups, assembled.keys
+        by_key = {keys[tk][0]: tk for tk in groups}
+        for view in assembled.tasks:
+            view.plot_svg = Markup(charts.length_plot(view, assembled.markers))
+            charts.attention_maps(view, groups[by_key[view.key]])
+        order = [e.encoding for e in assembled.entries]
+        failures, n_failures = views.failures(sel)
+        curves = charts.curves(engine, sel, keys)
+        context.update(
+            tasks=assembled.tasks,
+            entries=assembled.entries,
+            colors=assembled.colors,
+            heatmap_svg=Markup(charts.heatmap(assembled, order)),
+            curves_svg=Markup(charts.learning_curves(curves, assembled.tasks, assembled.colors, assembled.markers)),
+            has_deltas=assembled.has_deltas,
+            previous_runs=sorted(int(r) for r in prev["run_id"].unique()) if not prev.empty else [],
+            failures=failures,
+            n_failures=n_failures,
+            max_failures=views.MAX_FAILURES_SHOWN,
+            superseded=int(len(df) - len(sel)) if choice == "all" else 0,
+            any_partial=any(e.partial for e in assembled.entries),
+        )
+        return context
+    finally:
+        engine.dispose()
+
+
+def _safe_url(url: str) -> str:
+    """The database URL without a password."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url

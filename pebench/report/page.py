@@ -1,0 +1,62 @@
+"""Rendering: the Jinja2 templates in ``pebench/report/templates/`` (autoescape on: every string from the database is
+text, never markup) turned into one self-contained HTML file, written atomically."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pebench.report.data import ReportError, build_context
+
+
+@dataclass
+class RenderInfo:
+    """What :func:`render_report` wrote."""
+
+    path: Path
+    size_bytes: int
+    seconds: float
+    n_results: int
+    runs: list[int]
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).with_name("templates"))),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env
+
+
+def render_html(context: Mapping[str, Any]) -> str:
+    """The page for ``context`` (see :func:`build_context`)."""
+    return _environment().get_template("leaderboard.html").render(**context)
+
+
+def render_report(db_url: str, output: str | os.PathLike[str], run: int | str | None = "latest") -> RenderInfo:
+    """Render the leaderboard of ``run`` (an id, ``latest``, ``previous`` or ``all``) in ``db_url`` to ``output``.
+
+    The file is written to a temporary name beside ``output`` and renamed, so a failure never leaves half a page.
+    """
+    start = time.perf_counter()
+    out = Path(output).expanduser()
+    if out.is_dir():
+        raise ReportError(f"-o {str(output)!r} is a directory; give a file name such as leaderboard.html")
+    if not out.parent.resolve().is_dir():
+        raise ReportError(f"-o {str(output)!r}: directory {out.parent.resolve()} does not exist")
+    context = build_context(db_url, run)
+    html = render_html(context)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    tmp.write_text(html, encoding="utf-8")
+    os.replace(tmp, out)
+    runs = [r["id"] for r in context["header"]["runs"]]
+    return RenderInfo(out, out.stat().st_size, time.perf_counter() - start, context["header"]["n_cases"], runs)

@@ -1,0 +1,468 @@
+"""View models of the leaderboard: per-task tables, the leaderboard rows, split grids and the header, assembled from
+the selected results with the scoring layer (:mod:`pebench.analysis.scoring`). No SQL and no drawing here."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from pebench.analysis import scoring
+from pebench.analysis.scoring import Group, finite, mean
+from pebench.analysis.stats import t_interval
+from pebench.metrics import Metric
+from pebench.report.colors import cmap_hex, encoding_colors
+from pebench.report.svg import MARKER_SHAPES
+
+MAX_FAILURES_SHOWN = 200
+
+
+@dataclass
+class Cell:
+    """One table cell: a mean over seeds in display units, its interval, and the change since the previous run."""
+
+    value: float | None = None
+    half: float | None = None
+    n: int = 0
+    note: str = ""
+    delta: float | None = None
+    delta_good: bool | None = None
+    best: bool = False
+    digits: int = 1
+    tip: str = ""
+
+    @property
+    def text(self) -> str:
+        return "–" if self.value is None else f"{self.value:.{self.digits}f}"
+
+    @property
+    def half_text(self) -> str:
+        if self.half is None or round(self.half, self.digits) == 0:
+            return ""
+        return f"±{self.half:.{self.digits}f}"
+
+    @property
+    def sort_value(self) -> str:
+        return "" if self.value is None else repr(round(self.value, 6))
+
+    @property
+    def delta_text(self) -> str:
+        if self.delta is None:
+            return ""
+        if round(abs(self.delta), self.digits) == 0:
+            return "="
+        arrow = "▲" if self.delta > 0 else "▼"
+        return f"{arrow}{abs(self.delta):.{self.digits}f}"
+
+    @property
+    def delta_class(self) -> str:
+        if self.delta is None or round(abs(self.delta), self.digits) == 0:
+            return "same"
+        return "better" if self.delta_good else "worse"
+
+
+@dataclass
+class TaskRow:
+    encoding: str
+    color: str
+    marker: str
+    id_cell: Cell
+    cells: list[Cell]
+    gap: Cell
+    ood_norm: Cell
+    n_seeds: int
+    failures: int
+
+
+@dataclass
+class TaskView:
+    key: str
+    name: str
+    label: str
+    anchor: str
+    metric: str
+    higher_is_better: bool
+    chance: float | None
+    train_length: int
+    lengths: list[int]
+    rows: list[TaskRow]
+    config_text: str
+    unit: str
+    show_id: bool = True
+    """Whether the table needs its own ID column (several lengths up to the training length)."""
+    plot_svg: str = ""
+    split_grids: list[dict[str, Any]] = field(default_factory=list)
+    splits: list[str] = field(default_factory=list)
+    attention: list[dict[str, Any]] = field(default_factory=list)
+    attention_note: str = ""
+    metric_def: Metric | None = None
+
+
+@dataclass
+class Entry:
+    """One leaderboard row."""
+
+    encoding: str
+    color: str
+    id: Cell
+    ood: Cell
+    n_tasks: int
+    total_tasks: int
+    n_seeds: int
+    failures: int
+    rank: int = 0
+
+    @property
+    def partial(self) -> bool:
+        return self.n_tasks < self.total_tasks
+
+
+def _cell(values: Mapping[int, float] | Sequence[float], digits: int) -> Cell:
+    vals = list(values.values()) if isinstance(values, Mapping) else list(values)
+    vals = [v for v in vals if finite(v)]
+    if not vals:
+        return Cell(digits=digits)
+    value, half, n = t_interval(vals)
+    return Cell(value=value, half=half, n=n, digits=digits)
+
+
+def _task_keys(groups: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], tuple[str, str]]:
+    """(task, train length) -> (key, label); the train length joins the label only where a task has several."""
+    counts: dict[str, int] = defaultdict(int)
+    for task, _ in groups:
+        counts[task] += 1
+    out = {}
+    for task, train_length in sorted(groups):
+        if counts[task] > 1:
+            out[(task, train_length)] = (f"{task}@{train_length}", f"{task} (train length {train_length})")
+        else:
+            out[(task, train_length)] = (task, task)
+    return out
+
+
+def _config_text(rec: Mapping[str, Any]) -> str:
+    cfg = rec.get("config") or {}
+    model = cfg.get("model") or {}
+    train = cfg.get("train") or {}
+    parts = []
+    if train.get("steps") is not None:
+        parts.append(f"{train['steps']} steps, batch {train.get('batch_size', '?')}, lr {train.get('lr', '?')}")
+    if model:
+        layers, heads = model.get("n_layers", "?"), model.get("n_heads", "?")
+        parts.append(f"d_model {model.get('d_model', '?')}, {layers} layers, {heads} heads")
+    task_opts = (cfg.get("task") or {}).get("options")
+    if task_opts:
+        parts.append("task options " + ", ".join(f"{k}={v}" for k, v in sorted(task_opts.items())))
+    return " · ".join(parts)
+
+
+@dataclass
+class Assembled:
+    tasks: list[TaskView]
+    entries: list[Entry]
+    colors: dict[str, str]
+    markers: dict[str, str]
+    heat: dict[str, dict[str, dict[str, float | None]]]
+    has_deltas: bool
+    groups: dict[tuple[str, int], dict[str, Group]]
+    keys: dict[tuple[str, int], tuple[str, str]]
+
+
+@dataclass
+class _Scores:
+    """What the per-task tables collect for the leaderboard and the heatmap, per encoding."""
+
+    id_norm: dict[str, dict[str, dict[int, float]]] = field(default_factory=lambda: defaultdict(dict))
+    ood_norm: dict[str, dict[str, dict[int, float]]] = field(default_factory=lambda: defaultdict(dict))
+    prev_id: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    prev_ood: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    seeds: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    has_deltas: bool = False
+
+    def id_mean(self, enc: str, key: str) -> float:
+        return mean(self.id_norm[enc].get(key, {}).values()) or 0.0
+
+
+def _delta(cell: Cell, previous: float | None, higher_is_better: bool) -> bool:
+    """Set ``cell``'s change since the previous run; whether there was one."""
+    if previous is None or cell.value is None:
+        return False
+    cell.delta = cell.value - previous
+    cell.delta_good = (cell.delta > 0) == higher_is_better
+    return True
+
+
+def _task_view(
+    tk: tuple[str, int], key: str, label: str, enc_groups: Mapping[str, Group], prev_groups: Mapping[str, Group],
+    colors: Mapping[str, str], markers: Mapping[str, str], acc: _Scores,
+) -> TaskView:  # fmt: skip
+    """The table of one task (rows best first) and its contribution to the leaderboard (``acc``)."""
+    task_name, train_length = tk
+    first = next(iter(next(iter(next(iter(enc_groups.values())).by_length.values())).values()))
+    m = scoring.metric_of(first)
+    chance = float(first["chance_level"]) if finite(first["chance_level"]) else None
+    lengths = sorted({L for g in enc_groups.values() for L in g.by_length})
+    id_lengths, ood_lengths = scoring.split_lengths(lengths, train_length)
+    rows: list[TaskRow] = []
+    for enc in sorted(enc_groups):
+        g, pg = enc_groups[enc], prev_groups.get(enc)
+        acc.seeds[enc].update(g.seeds())
+        n_fail = sum(1 for r in g.rows() if r["status"] != "ok")
+        acc.failures[enc] += n_fail
+        cells = []
+        for L in lengths:
+            per = g.by_length.get(L, {})
+            c = _cell([m.display(r["score"]) for r in per.values() if r["status"] == "ok"], m.digits)
+            bad = [r["status"] for r in per.values() if r["status"] != "ok"]
+            if bad:
+                c.note = ", ".join(f"{bad.count(s)} {s}" for s in sorted(set(bad)))
+            if pg is not None and L in pg.by_length:
+                pm = mean(m.display(r["score"]) for r in pg.by_length[L].values() if r["status"] == "ok")
+                acc.has_deltas |= _delta(c, pm, m.higher_is_better)
+            cells.append(c)
+        id_cell = _cell(scoring.per_seed_metric(g, id_lengths, m), m.digits)
+        gap = _cell(scoring.gap_per_seed(g, id_lengths, ood_lengths, m), m.digits)
+        i_norm, o_norm = scoring.per_seed_norm(g, id_lengths), scoring.per_seed_norm(g, ood_lengths)
+        if pg is not None:
+            _delta(id_cell, mean(scoring.per_seed_metric(pg, id_lengths, m).values()), m.higher_is_better)
+            _delta(gap, mean(scoring.gap_per_seed(pg, id_lengths, ood_lengths, m).values()), False)
+            pi = mean(scoring.per_seed_norm(pg, id_lengths).values())
+            po = mean(scoring.per_seed_norm(pg, ood_lengths).values())
+            if pi is not None:
+                acc.prev_id[enc][key] = pi
+            if po is not None:
+                acc.prev_ood[enc][key] = po
+        if i_norm:
+            acc.id_norm[enc][key] = i_norm
+        if o_norm:
+            acc.ood_norm[enc][key] = o_norm
+        rows.append(TaskRow(encoding=enc, color=colors[enc], marker=markers[enc], id_cell=id_cell, cells=cells,
+                            gap=gap, ood_norm=_cell(o_norm, 2), n_seeds=len(g.seeds()), failures=n_fail))  # fmt: skip
+    # best per column (the gap only among encodings that learned the task: ID normalised score >= 0.5)
+    better = max if m.higher_is_better else min
+    for col in range(len(lengths)):
+        _mark_best([r.cells[col] for r in rows], better)
+    _mark_best([r.id_cell for r in rows], better)
+    _mark_best([r.gap for r in rows if acc.id_mean(r.encoding, key) >= 0.5], min)
+    _mark_best([r.ood_norm for r in rows], max)
+    # rows best first: by OOD normalised score, then ID score, then name
+    rows.sort(key=lambda r: (r.ood_norm.value is None, -(r.ood_norm.value or 0.0), -acc.id_mean(r.encoding, key),
+                             r.encoding))  # fmt: skip
+    return TaskView(
+        key=key,
+        name=task_name,
+        label=label,
+        anchor="task-" + "".join(ch if ch.isalnum() else "-" for ch in key),
+        metric=m.name,
+        higher_is_better=m.higher_is_better,
+        chance=chance,
+        train_length=train_length,
+        lengths=lengths,
+        rows=rows,
+        config_text=_config_text(first),
+        unit=m.unit,
+        show_id=len(id_lengths) > 1,
+        metric_def=m,
+    )
+
+
+def _entries(encodings: Sequence[str], groups: Mapping[tuple[str, int], Any], colors: Mapping[str, str],
+             acc: _Scores) -> list[Entry]:  # fmt: skip
+    """The leaderboard rows, ranked by the OOD aggregate (then ID, then name)."""
+    entries = []
+    for enc in encodings:
+        entry = Entry(
+            encoding=enc,
+            color=colors[enc],
+            id=_aggregate(acc.id_norm.get(enc, {})),
+            ood=_aggregate(acc.ood_norm.get(enc, {})),
+            n_tasks=sum(1 for tk in groups if enc in groups[tk]),
+            total_tasks=len(groups),
+            n_seeds=len(acc.seeds[enc]),
+            failures=acc.failures[enc],
+        )
+        for cell, cur, old in ((entry.id, acc.id_norm.get(enc, {}), acc.prev_id.get(enc, {})),
+                               (entry.ood, acc.ood_norm.get(enc, {}), acc.prev_ood.get(enc, {}))):  # fmt: skip
+            common = [k for k in cur if k in old]
+            if common and cell.value is not None:
+                cell.delta = sum(mean(cur[k].values()) - old[k] for k in common) / len(common)  # type: ignore[operator]
+                cell.delta_good = cell.delta > 0
+        entries.append(entry)
+    entries.sort(key=lambda e: (e.ood.value is None, -(e.ood.value or 0.0), -(e.id.value or 0.0), e.encoding))
+    for i, e in enumerate(entries, 1):
+        e.rank = i
+    for attr in ("id", "ood"):
+        _mark_best([getattr(e, attr) for e in entries], max)
+    return entries
+
+
+def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
+    """Per-task tables and the leaderboard from the selected rows (and the previous comparable rows)."""
+    sel = scoring.add_normalised(sel)
+    prev = scoring.add_normalised(prev) if not prev.empty else prev
+    groups = scoring.groups_by_task(sel)
+    prev_groups = scoring.groups_by_task(prev) if not prev.empty else {}
+    encodings = sorted(set(sel["encoding"]))
+    colors = encoding_colors(encodings)
+    markers = {e: MARKER_SHAPES[i % len(MARKER_SHAPES)] for i, e in enumerate(encodings)}
+    keys = _task_keys(groups)
+    acc = _Scores()
+    views = [
+        _task_view(tk, *keys[tk], groups[tk], prev_groups.get(tk, {}), colors, markers, acc) for tk in sorted(groups)
+    ]
+    entries = _entries(encodings, groups, colors, acc)
+    heat = {
+        "ood": {e: {k: mean(v.values()) for k, v in acc.ood_norm.get(e, {}).items()} for e in encodings},
+        "id": {e: {k: mean(v.values()) for k, v in acc.id_norm.get(e, {}).items()} for e in encodings},
+    }
+    _split_grids(views, groups, keys)
+    return Assembled(views, entries, colors, markers, heat, acc.has_deltas, groups, keys)
+
+
+def _mark_best(cells: Sequence[Cell], better: Callable[[Iterable[float]], float]) -> None:
+    """Highlight every cell whose value, as displayed, equals the best displayed value (ties all highlighted)."""
+    flags = scoring.best_of([c.value for c in cells], cells[0].digits if cells else 0, better)
+    for c, best in zip(cells, flags, strict=True):
+        c.best = best
+
+
+def _aggregate(per_task: Mapping[str, Mapping[int, float]]) -> Cell:
+    """The leaderboard cell of :func:`pebench.analysis.scoring.aggregate`."""
+    est = scoring.aggregate(per_task)
+    if est is None:
+        return Cell(digits=3)
+    half = max(est.mean - est.low, est.high - est.mean) if est.n > 1 else None
+    cell = Cell(value=est.mean, half=half, n=est.n, digits=3)
+    if est.n > 1:
+        cell.tip = f"mean over {est.n} seeds, 95% BCa bootstrap interval [{est.low:.3f}, {est.high:.3f}]"
+    return cell
+
+
+def _split_grids(
+    views: list[TaskView], groups: Mapping[tuple[str, int], Mapping[str, Group]], keys: Mapping[tuple[str, int], Any]
+) -> None:
+    """For tasks evaluated on several splits (e.g. one per passkey depth): split x length grid per encoding, in the
+    task's own metric, coloured by its normalised score."""
+    by_key = {keys[tk][0]: tk for tk in groups}
+    for view in views:
+        enc_groups = groups[by_key[view.key]]
+        splits: list[str] = []
+        for g in enc_groups.values():
+            for r in g.rows():
+                for s in (r.get("metrics") or {}).get("splits") or {}:
+                    if s not in splits:
+                        splits.append(s)
+        if len(splits) < 2:
+            continue
+        view.splits = splits
+        m = view.metric_def
+        for row in view.rows:
+            g = enc_groups[row.encoding]
+            grid = []
+            for s in splits:
+                line = []
+                for L in view.lengths:
+                    value = mean(
+                        (((r.get("metrics") or {}).get("splits") or {}).get(s) or {}).get(m.key)
+                        for r in g.by_length.get(L, {}).values()
+                        if r["status"] == "ok"
+                    )
+                    bg, fg = cmap_hex(m.normalise(value, view.chance) if value is not None else None)
+                    shown = m.display(value)
+                    line.append({"text": "–" if shown is None else f"{shown:.{m.digits}f}", "bg": bg, "fg": fg})
+                grid.append({"split": s, "cells": line})
+            view.split_grids.append({"encoding": row.encoding, "color": row.color, "rows": grid})
+
+
+def _joined(values: Iterable[Any]) -> str:
+    seen: list[str] = []
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        text = str(v)
+        if text and text not in seen:
+            seen.append(text)
+    return ", ".join(seen) if seen else "unknown"
+
+
+def _fmt_duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "–"
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.2f} h"
+
+
+def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
+    """Provenance and size of what the page shows."""
+    commits = []
+    for r in runs:
+        c = r.get("git_commit")
+        if c:
+            commits.append(f"{c[:10]}{' (dirty)' if r.get('git_dirty') else ''}")
+    model_key = ["encoding", "task", "train_length", "seed", "config_hash"]
+    trained = sel[~sel["model_reused"].astype(bool)].drop_duplicates(model_key) if not sel.empty else sel
+    models = sel.drop_duplicates(model_key) if not sel.empty else sel
+    statuses = sel["status"].value_counts().to_dict() if not sel.empty else {}
+    starts = [r["started_at"] for r in runs if r.get("started_at") is not None]
+    ends = [r["finished_at"] for r in runs if r.get("finished_at") is not None]
+    return {
+        "mode": mode,
+        "runs": [
+            {
+                "id": r["id"],
+                "status": r.get("status"),
+                "started": _fmt_time(r.get("started_at")),
+                "command": r.get("command") or "",
+            }
+            for r in runs
+        ],  # fmt: skip
+        "date": _fmt_time(min(starts)) if starts else "–",
+        "finished": _fmt_time(max(ends)) if ends else "–",
+        "commit": ", ".join(dict.fromkeys(commits)) or "unknown",
+        "device": _joined(r.get("device") for r in runs),
+        "host": _joined(r.get("host") for r in runs),
+        "versions": (
+            f"pebench {_joined(r.get('package_version') for r in runs)} · torch "
+            f"{_joined(r.get('torch_version') for r in runs)} · Python {_joined(r.get('python_version') for r in runs)}"
+        ),
+        "tier": _joined(r.get("tier") for r in runs),
+        "n_cases": int(len(sel)),
+        "statuses": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())),
+        "n_models": int(len(models)),
+        "n_trained": int(len(trained)),
+        "train_time": _fmt_duration(float(trained["train_time_s"].fillna(0).sum()) if len(trained) else 0.0),
+        "all_train_time": _fmt_duration(float(models["train_time_s"].fillna(0).sum()) if len(models) else 0.0),
+        "n_encodings": int(sel["encoding"].nunique()) if not sel.empty else 0,
+        "n_tasks": int(sel.groupby(["task", "train_length"]).ngroups) if not sel.empty else 0,
+        "n_seeds": int(sel["seed"].nunique()) if not sel.empty else 0,
+        "n_configs": int(sel.groupby(["encoding", "task"])["config_hash"].nunique().max()) if not sel.empty else 0,
+    }
+
+
+def _fmt_time(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, pd.Timestamp):
+        value = value.to_pydatetime()
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M UTC")
+    return str(value)
+
+
+def failures(sel: pd.DataFrame) -> tuple[list[dict[str, Any]], int]:
+    bad = sel[sel["status"] != "ok"] if not sel.empty else sel
+    rows = [
+        {"case_id": r["case_id"], "seed": int(r["seed"]), "status": r["status"], "message": r["message"] or ""}
+        for r in bad.head(MAX_FAILURES_SHOWN).to_dict("records")
+    ]
+    return rows, int(len(bad))

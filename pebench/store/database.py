@@ -1,0 +1,149 @@
+"""Opening the results database and writing to it (the schema is :mod:`pebench.store.schema`).
+
+Writes happen in one transaction per result, so a crash never leaves a half-written result. SQLite databases run
+in WAL mode with a busy timeout, so several processes may write to one file. Under pytest-xdist only the controller
+process writes (workers hand results over in the test report), see :mod:`pebench.suite.writer`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, select
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session
+
+from pebench.errors import DatabaseError
+from pebench.store.record import ResultRecord
+from pebench.store.schema import Base, CurvePoint, Result, Run, utcnow
+
+DB_ENV = "PEBENCH_DB"
+ROOT_MARKERS = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg")
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The nearest directory at or above ``start`` (default: the current one) holding one of pytest's ini files
+    (:data:`ROOT_MARKERS`), as pytest picks its rootdir; else ``start`` itself."""
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if any((d / m).is_file() for m in ROOT_MARKERS):
+            return d
+    return here
+
+
+def resolve_url(given: str | None = None, root: Path | None = None) -> str:
+    """The results database URL: ``given`` (``--db``), else ``$PEBENCH_DB``, else ``results.db`` in ``root`` (the
+    suite passes pytest's rootdir; elsewhere :func:`project_root`). The suite and every ``pebench`` command use this
+    one function, so they agree on the default."""
+    if given:
+        return given
+    env = os.environ.get(DB_ENV)
+    if env:
+        return env
+    return f"sqlite:///{(root or project_root()) / 'results.db'}"
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def open_db(url: str, create: bool = True) -> Engine:
+    """Open (and by default create) the results database at ``url``; bad URLs raise :class:`DatabaseError`.
+
+    The check connects and reads the schema, so an unreachable path or a file that is not a database fails here,
+    before any training starts.
+    """
+    try:
+        parsed = make_url(url)
+    except sa_exc.ArgumentError:
+        raise DatabaseError(f"--db {url!r} is not a database URL; expected e.g. sqlite:///results.db") from None
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite and parsed.database not in (None, "", ":memory:"):
+        parent = Path(parsed.database).expanduser().resolve().parent
+        if not parent.is_dir():
+            raise DatabaseError(f"--db {url!r}: directory {parent} does not exist")
+        if not create and not Path(parsed.database).expanduser().exists():
+            raise DatabaseError(f"--db {url!r}: no such database file")
+    try:
+        engine = create_engine(parsed)
+    except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as err:
+        raise DatabaseError(f"--db {url!r} cannot be opened: {err}") from None
+    if is_sqlite:
+        event.listen(engine, "connect", _sqlite_pragmas)
+    try:
+        if create:
+            Base.metadata.create_all(engine)
+        else:
+            with engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+    except sa_exc.SQLAlchemyError as err:
+        engine.dispose()
+        reason = str(getattr(err, "orig", err)).splitlines()[0]
+        raise DatabaseError(f"--db {url!r} is not a usable database: {reason}") from None
+    return engine
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session whose work is committed at the end of the block, or rolled back entirely on error."""
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+def start_run(engine: Engine, info: Mapping[str, Any]) -> int:
+    """Insert a run row (status "running") and return its id."""
+    with session_scope(engine) as s:
+        run = Run(**dict(info))
+        s.add(run)
+        s.flush()
+        return run.id
+
+
+def finish_run(engine: Engine, run_id: int, status: str) -> None:
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is not None:
+            run.status = status
+            run.finished_at = utcnow()
+
+
+def add_result(engine: Engine, run_id: int, record: ResultRecord | Mapping[str, Any]) -> int:
+    """Store one case's result and its learning curve atomically; returns the result id. A mapping must hold only
+    :class:`ResultRecord`'s fields (an unknown key is an error, never silently dropped)."""
+    record = ResultRecord.coerce(record)
+    with session_scope(engine) as s:
+        result = Result(run_id=run_id, **record.columns())
+        result.curve = [
+            CurvePoint(step=p["step"], loss=p.get("loss"), accuracy=p.get("accuracy")) for p in record.curve
+        ]
+        s.add(result)
+        s.flush()
+        return result.id
+
+
+def resolve_run_id(engine: Engine, run: int | str) -> int:
+    """A run id from an int, a numeric string, ``latest`` or ``previous``; unknown ones raise DatabaseError."""
+    with Session(engine) as s:
+        ids = list(s.scalars(select(Run.id).order_by(Run.id.desc())))
+    if isinstance(run, str) and run in ("latest", "previous"):
+        idx = 0 if run == "latest" else 1
+        if len(ids) <= idx:
+            raise DatabaseError(f"no {run} run: the database has {len(ids)} run(s)")
+        return ids[idx]
+    try:
+        run_id = int(run)
+    except (TypeError, ValueError):
+        raise DatabaseError(f"run {run!r} is not a run id; valid: an integer, latest, previous") from None
+    if run_id not in ids:
+        shown = ", ".join(str(i) for i in sorted(ids)[-10:]) or "none"
+        raise DatabaseError(f"unknown run id {run_id}; existing runs: {shown}")
+    return run_id

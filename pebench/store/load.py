@@ -1,0 +1,101 @@
+"""Reading results back: every query the analysis and the report make lives here.
+
+:func:`load` returns a pandas DataFrame with one row per result joined with its run (``pebench.results.load``);
+:func:`load_light`, :func:`attach_json`, :func:`runs` and :func:`curve_points` serve the report, which reads the
+JSON columns only for the rows it shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from pebench.store.database import open_db, resolve_run_id
+from pebench.store.schema import Base, CurvePoint, Result, Run
+
+CHUNK = 500
+"""Ids per ``IN (...)`` query."""
+
+
+def load(db_url: str, run: int | str | None = None) -> pd.DataFrame:
+    """Results of every run (or of ``run``: an id, ``latest`` or ``previous``) as a DataFrame.
+
+    Columns: every column of the ``results`` table, plus the run's provenance prefixed ``run_`` (``run_git_commit``,
+    ``run_device``, ...). ``config`` and ``metrics`` stay as dicts.
+    """
+    engine = open_db(db_url, create=False)
+    try:
+        Base.metadata.create_all(engine)  # an older empty file gains the tables; existing rows are untouched
+        query = select(Result, Run).join(Run, Result.run_id == Run.id).order_by(Result.id)
+        if run is not None:
+            query = query.where(Result.run_id == resolve_run_id(engine, run))
+        rows = []
+        with Session(engine) as s:
+            for result, run_row in s.execute(query):
+                row = {c.name: getattr(result, c.name) for c in Result.__table__.columns}
+                for c in Run.__table__.columns:
+                    if c.name != "id":
+                        row[f"run_{c.name}"] = getattr(run_row, c.name)
+                rows.append(row)
+    finally:
+        engine.dispose()
+    columns = [c.name for c in Result.__table__.columns] + [
+        f"run_{c.name}" for c in Run.__table__.columns if c.name != "id"
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+LIGHT_COLUMNS = ("id", "run_id", "case_id", "encoding", "task", "train_length", "eval_length", "seed", "config_hash",
+                 "status", "message", "metric", "higher_is_better", "score", "chance_level", "train_time_s",
+                 "model_reused")  # fmt: skip
+
+
+def load_light(engine: Engine) -> pd.DataFrame:
+    """Every result without its JSON columns (config, metrics): enough to select runs and compute deltas.
+
+    :func:`load` decodes every JSON column of every run; here those are read only for the rows shown
+    (:func:`attach_json`), which keeps a 10,000-result page well inside its time budget."""
+    cols = [getattr(Result, c) for c in LIGHT_COLUMNS]
+    with engine.connect() as conn:
+        rows = conn.execute(select(*cols).order_by(Result.id)).all()
+    return pd.DataFrame([tuple(r) for r in rows], columns=list(LIGHT_COLUMNS))
+
+
+def attach_json(engine: Engine, sel: pd.DataFrame) -> pd.DataFrame:
+    """``sel`` with its ``config`` and ``metrics`` columns read from the database."""
+    ids = [int(i) for i in sel["id"]]
+    found: dict[int, tuple[Any, Any]] = {}
+    with engine.connect() as conn:
+        for i in range(0, len(ids), CHUNK):
+            q = select(Result.id, Result.config, Result.metrics).where(Result.id.in_(ids[i : i + CHUNK]))
+            for rid, config, metrics in conn.execute(q):
+                found[int(rid)] = (config or {}, metrics or {})
+    sel = sel.copy()
+    sel["config"] = [found.get(i, ({}, {}))[0] for i in ids]
+    sel["metrics"] = [found.get(i, ({}, {}))[1] for i in ids]
+    return sel
+
+
+def runs(engine: Engine) -> list[dict[str, Any]]:
+    """Every run row as a dict, oldest first."""
+    with Session(engine) as s:
+        return [
+            {c.name: getattr(run, c.name) for c in Run.__table__.columns}
+            for run in s.scalars(select(Run).order_by(Run.id))
+        ]
+
+
+def curve_points(engine: Engine, result_ids: Iterable[int]) -> Iterator[tuple[int, int, float | None]]:
+    """``(result_id, step, loss)`` of the learning curves of ``result_ids``."""
+    ids = sorted(result_ids)
+    with Session(engine) as s:
+        for i in range(0, len(ids), CHUNK):
+            q = select(CurvePoint.result_id, CurvePoint.step, CurvePoint.loss).where(
+                CurvePoint.result_id.in_(ids[i : i + CHUNK])
+            )
+            yield from s.execute(q)

@@ -1,0 +1,80 @@
+"""The typed result record: what a case produces and the database stores, one ``results`` row plus its curve.
+
+The runner builds it, it travels from an xdist worker to the writing process as JSON (:meth:`ResultRecord.to_json`),
+reuse copies it, and :func:`pebench.store.database.add_result` writes exactly its fields. Its fields are the
+columns of :class:`pebench.store.schema.Result` (checked when this module is imported), so a field can be neither
+forgotten nor silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from pebench.store.schema import RESULT_FIELDS
+
+
+@dataclass
+class ResultRecord:
+    """One case's result. ``metrics`` holds ``splits`` (per evaluation split: loss, accuracies, perplexity), and for
+    the training-length case the ``attention`` snapshot (:mod:`pebench.store.attention`); ``curve`` is the learning
+    curve of the model, a list of ``{"step", "loss", "accuracy"}``."""
+
+    case_id: str
+    encoding: str
+    encoding_version: str
+    task: str
+    task_version: str
+    train_length: int
+    eval_length: int
+    seed: int
+    config: dict[str, Any]
+    config_hash: str
+    status: str = "ok"  # ok | diverged | error
+    message: str = ""
+    code_version: str = ""
+    metric: str = "accuracy"
+    higher_is_better: bool = True
+    chance_level: float | None = None
+    score: float | None = None
+    loss: float | None = None
+    token_accuracy: float | None = None
+    sequence_accuracy: float | None = None
+    train_steps: int | None = None
+    train_time_s: float | None = None
+    tokens_per_s: float | None = None
+    final_train_loss: float | None = None
+    eval_time_s: float | None = None
+    model_reused: bool = False
+    reused_from: int | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    curve: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def coerce(cls, record: ResultRecord | Mapping[str, Any]) -> ResultRecord:
+        """``record`` itself, or a record made from a mapping of its fields (an unknown key is an error)."""
+        if isinstance(record, ResultRecord):
+            return record
+        unknown = sorted(set(record) - FIELDS)
+        if unknown:
+            valid = ", ".join(sorted(FIELDS))
+            raise ValueError(f"result record: unknown field(s) {', '.join(unknown)}; valid: {valid}")
+        return cls(**record)
+
+    def columns(self) -> dict[str, Any]:
+        """The values of the ``results`` row (every field but ``curve``)."""
+        return {name: getattr(self, name) for name in RESULT_FIELDS}
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ResultRecord:
+        return cls.coerce(json.loads(text))
+
+
+FIELDS = frozenset(f.name for f in fields(ResultRecord))
+if FIELDS - {"curve"} != set(RESULT_FIELDS):  # the record and the schema must not drift apart
+    raise ImportError(f"ResultRecord and the results table differ: {sorted(FIELDS - {'curve'} ^ set(RESULT_FIELDS))}")

@@ -1,0 +1,109 @@
+"""The results database's schema (SQLAlchemy 2 ORM): the one place that defines the tables.
+
+Tables:
+
+* ``runs`` -- one per ``pytest suite`` session: times, status, provenance (git commit and dirty flag, package, torch
+  and Python versions, device, host) and the command-line options;
+* ``results`` -- one per case (run, encoding, task, train length, eval length, seed) with the config JSON and its
+  hash, versions, status (ok / diverged / error) and message, and the metrics;
+* ``curve_points`` -- the learning curve of the model a result was evaluated with.
+
+:class:`pebench.store.record.ResultRecord` is the typed form of one ``results`` row plus its curve.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+SCHEMA_VERSION = 1
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | failed | interrupted
+    git_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    git_dirty: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    package_version: Mapped[str] = mapped_column(String(32))
+    torch_version: Mapped[str] = mapped_column(String(64))
+    python_version: Mapped[str] = mapped_column(String(32))
+    device: Mapped[str] = mapped_column(String(128))
+    host: Mapped[str] = mapped_column(String(255))
+    platform: Mapped[str] = mapped_column(String(255), default="")
+    tier: Mapped[str] = mapped_column(String(16), default="quick")
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    command: Mapped[str] = mapped_column(Text, default="")
+    schema_version: Mapped[int] = mapped_column(Integer, default=SCHEMA_VERSION)
+
+    results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
+
+
+class Result(Base):
+    __tablename__ = "results"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    case_id: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    encoding: Mapped[str] = mapped_column(String(64), index=True)
+    encoding_version: Mapped[str] = mapped_column(String(16))
+    task: Mapped[str] = mapped_column(String(64), index=True)
+    task_version: Mapped[str] = mapped_column(String(16))
+    train_length: Mapped[int] = mapped_column(Integer)
+    eval_length: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(Integer)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    config_hash: Mapped[str] = mapped_column(String(32), index=True)
+    code_version: Mapped[str] = mapped_column(String(64), default="")
+    status: Mapped[str] = mapped_column(String(16))  # ok | diverged | error
+    message: Mapped[str] = mapped_column(Text, default="")
+    metric: Mapped[str] = mapped_column(String(32), default="accuracy")
+    higher_is_better: Mapped[bool] = mapped_column(Boolean, default=True)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    loss: Mapped[float | None] = mapped_column(Float, nullable=True)
+    token_accuracy: Mapped[float | None] = mapped_column(Float, nullable=True)
+    sequence_accuracy: Mapped[float | None] = mapped_column(Float, nullable=True)
+    chance_level: Mapped[float | None] = mapped_column(Float, nullable=True)
+    train_steps: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    train_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    tokens_per_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    final_train_loss: Mapped[float | None] = mapped_column(Float, nullable=True)
+    eval_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    model_reused: Mapped[bool] = mapped_column(Boolean, default=False)
+    reused_from: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    run: Mapped[Run] = relationship(back_populates="results")
+    curve: Mapped[list[CurvePoint]] = relationship(
+        back_populates="result", cascade="all, delete-orphan", order_by="CurvePoint.step"
+    )
+
+
+class CurvePoint(Base):
+    __tablename__ = "curve_points"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("results.id"), index=True)
+    step: Mapped[int] = mapped_column(Integer)
+    loss: Mapped[float | None] = mapped_column(Float, nullable=True)
+    accuracy: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    result: Mapped[Result] = relationship(back_populates="curve")
+
+
+RESULT_FIELDS = tuple(c.name for c in Result.__table__.columns if c.name not in ("id", "run_id", "created_at"))

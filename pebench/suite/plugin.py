@@ -1,0 +1,274 @@
+"""The suite's pytest wiring: command-line options, one parametrized case per (encoding, task, length, seed), one
+:class:`~pebench.runner.Runner` per process held in a typed :class:`SuiteState`, and the results database.
+
+``suite/conftest.py`` imports this module, so the options exist when the suite is collected (``pytest suite``).
+
+Results travel from the test to the database through the test report: a case stores its
+:class:`~pebench.store.record.ResultRecord` with ``record_property``, and the process that runs pytest's reporting
+(the controller under pytest-xdist, or the only process) writes it (:mod:`pebench.suite.writer`). So only one
+process ever writes, and no row is lost with ``-n 2``.
+
+Regression options: ``--reuse`` gives the runner a :class:`~pebench.store.reuse.ReuseLookup`; ``--baseline
+previous|RUN_ID`` is resolved once, in the controller, before any training (``previous``: the newest run already in
+the database, i.e. the one before this session's), handed to xdist workers through ``workerinput``, and every
+process checks each case as it finishes (:class:`pebench.analysis.compare.Baseline`); ``--deterministic`` turns on
+:func:`torch.use_deterministic_algorithms` (and sets ``CUBLAS_WORKSPACE_CONFIG``): on CPU the suite is
+deterministic without it, on CUDA some kernels use atomic adds. The flag is recorded in the run's options.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pebench import encodings, tasks
+from pebench.analysis.compare import Baseline
+from pebench.device import pick_device
+from pebench.errors import PebenchError
+from pebench.hashing import config_hash
+from pebench.metrics import Tolerances
+from pebench.options import parse_assignments
+from pebench.registry import parse_names
+from pebench.runner import Case, Runner
+from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
+from pebench.store.database import open_db, resolve_run_id, resolve_url
+from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, ResultWriter, RunSummary
+
+WORKER_BASELINE_KEY = "pebench_baseline_run"
+
+__all__ = [
+    "REGRESSION_PROPERTY",
+    "RESULT_PROPERTY",
+    "pebench_baseline",
+    "pebench_runner",
+    "pebench_settings",
+    "pytest_addoption",
+    "pytest_collection_modifyitems",
+    "pytest_configure",
+    "pytest_generate_tests",
+]
+
+SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
+               "device", "encoding", "task", "encoding_options", "task_options", "cache_dir", "no_cache", "report")
+REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
+
+
+@dataclass
+class SuiteState:
+    """What the session decided before collection: validated settings, the selected names, the one runner of this
+    process, the database URL, the tolerances and the baseline (None without ``--baseline``)."""
+
+    settings: Settings
+    encodings: list[str]
+    tasks: list[str]
+    runner: Runner
+    db_url: str
+    tolerances: Tolerances
+    baseline: Baseline | None = None
+
+
+STATE = pytest.StashKey[SuiteState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, SUITE_FLAGS)
+    add_flags(parser.getgroup("pebench-regression", "pebench regression runs").addoption, REGRESSION_FLAGS,
+              tolerance={"help": FLAGS["tolerance"].help + ", for --baseline"},
+              ppl_tolerance={"help": FLAGS["ppl_tolerance"].help + ", for --baseline"})  # fmt: skip
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _names(config: pytest.Config, option: str, registry: Any) -> list[str]:
+    raw = config.getoption(option)
+    if not raw:
+        return registry.available()
+    return parse_names(raw, registry.get)  # an unknown name raises UnknownNameError listing the valid names
+
+
+def _named_options(config: pytest.Config, option: str, registry: Any) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for item in config.getoption(option):
+        name, sep, rest = item.partition(":")
+        flag = FLAGS[option].flag
+        if not sep:
+            raise PebenchError(f"{flag} {item!r} must look like NAME:KEY=VALUE[,KEY=VALUE]")
+        registry.get(name.strip())
+        out.setdefault(name.strip(), {}).update(parse_assignments(rest))
+    return out
+
+
+def _settings(config: pytest.Config) -> Settings:
+    cache = None
+    if not config.getoption("no_cache"):
+        cache = Path(config.getoption("cache_dir") or Path(config.rootpath) / ".pebench_cache")
+    if config.getoption("seeds") <= 0:
+        raise PebenchError(f"--seeds must be a positive integer, got {config.getoption('seeds')}")
+    settings = Settings(
+        **{name: config.getoption(name) for name in
+           ("steps", "batch_size", "lr", "d_model", "n_layers", "n_heads", "eval_samples", "device")},
+        cache_dir=cache,
+        encoding_options=_named_options(config, "encoding_options", encodings),
+        task_options=_named_options(config, "task_options", tasks),
+    )  # fmt: skip
+    settings.check()
+    pick_device(settings.device)  # fail early on an unusable device
+    return settings
+
+
+def _check_report_path(config: pytest.Config) -> None:
+    report = config.getoption("report")
+    if report is not None:
+        parent = Path(report).expanduser().resolve().parent
+        if Path(report).is_dir() or not parent.is_dir():
+            raise PebenchError(f"--report {report!r}: give a file name in an existing directory")
+
+
+def _baseline(config: pytest.Config, state: SuiteState) -> Baseline | None:
+    """The ``--baseline`` run, checked against the selected cases' configs (a usage error when unusable)."""
+    wanted = config.getoption("baseline")
+    if wanted is None:
+        return None
+    if _is_worker(config):
+        run_id = config.workerinput[WORKER_BASELINE_KEY]  # type: ignore[attr-defined]
+    else:
+        engine = open_db(state.db_url)
+        try:
+            # this session's run row does not exist yet, so the newest run is the previous one
+            run_id = resolve_run_id(engine, "latest" if wanted == "previous" else wanted)
+        finally:
+            engine.dispose()
+        config.pluginmanager.register(_BaselineToWorkers(run_id), "pebench-baseline-to-workers")
+    baseline = Baseline.load(state.db_url, run_id, state.tolerances)
+    configs = {}
+    for task_name in state.tasks:
+        for enc_name in state.encodings:
+            cfg = state.runner.describe(Case(enc_name, task_name, state.runner.task(task_name).train_length))
+            configs[(enc_name, task_name)] = (config_hash(cfg), cfg)
+    baseline.check_compatible(configs)
+    return baseline
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Validate every option before collection; the controller opens the database (before any training)."""
+    try:
+        if config.getoption("deterministic"):
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            torch.use_deterministic_algorithms(True)
+        settings = _settings(config)
+        state = SuiteState(
+            settings=settings,
+            encodings=_names(config, "encoding", encodings),
+            tasks=_names(config, "task", tasks),
+            runner=Runner(settings),
+            db_url=resolve_url(config.getoption("db"), Path(config.rootpath)),
+            tolerances=tolerances(config.getoption("tolerance"), config.getoption("ppl_tolerance")),
+        )
+        # options are validated by building each selected encoding and task once
+        for task_name in state.tasks:
+            task = state.runner.task(task_name)
+            for enc_name in state.encodings:
+                state.runner.describe(Case(enc_name, task_name, task.train_length))
+        if not _is_worker(config):
+            _check_report_path(config)
+            writer = ResultWriter(config, state.settings, open_db(state.db_url), state.db_url)
+            config.pluginmanager.register(writer, "pebench-result-writer")
+        state.baseline = _baseline(config, state)
+        config.stash[STATE] = state
+        if not _is_worker(config):
+            config.pluginmanager.register(RunSummary(state.baseline), "pebench-run-summary")
+    except PebenchError as err:
+        raise pytest.UsageError(str(err)) from None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "pebench_case" not in metafunc.fixturenames:
+        return
+    state = metafunc.config.stash[STATE]
+    seeds = metafunc.config.getoption("seeds")
+    # the quick tier without -m never runs full-only lengths: don't generate them (the Chomsky tasks alone have
+    # hundreds of full-tier lengths each, which would make every quick run collect and deselect thousands of cases)
+    every_length = metafunc.config.getoption("tier") == "full" or bool(metafunc.config.option.markexpr)
+    params = []
+    for enc_name in state.encodings:
+        for task_name in state.tasks:
+            task = state.runner.task(task_name)
+            quick = set(task.eval_lengths("quick"))
+            lengths = task.eval_lengths("full") if every_length else task.eval_lengths("quick")
+            for length in lengths:
+                for seed in range(seeds):
+                    case = Case(enc_name, task_name, length, seed)
+                    marks = [pytest.mark.full]
+                    if length in quick:
+                        marks.append(pytest.mark.quick)
+                    # all lengths of one model on one xdist worker with --dist loadgroup
+                    marks.append(pytest.mark.xdist_group(f"{enc_name}-{task_name}-s{seed}"))
+                    case_id = case.id if seeds == 1 else f"{case.id}-s{seed}"
+                    params.append(pytest.param(case, id=case_id, marks=marks))
+    metafunc.parametrize("pebench_case", params)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Quick tier (the default): drop full-tier-only lengths unless ``-m`` selects by marker."""
+    if config.getoption("tier") == "full" or config.option.markexpr:
+        return
+    keep, drop = [], []
+    for item in items:
+        is_case = item.get_closest_marker("full") is not None
+        (drop if is_case and item.get_closest_marker("quick") is None else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def pebench_settings(pytestconfig: pytest.Config) -> Settings:
+    return pytestconfig.stash[STATE].settings
+
+
+@pytest.fixture(scope="session")
+def pebench_runner(pytestconfig: pytest.Config) -> Runner:
+    """This process's one runner (its in-memory cache shares models across lengths), with the progress bar shown
+    past pytest's capture and, with ``--reuse``, the lookup of earlier results."""
+    state = pytestconfig.stash[STATE]
+    runner = state.runner
+    capman = pytestconfig.pluginmanager.getplugin("capturemanager")
+
+    def progress_context() -> contextlib.AbstractContextManager[Any]:
+        if capman is None or _is_worker(pytestconfig):
+            return contextlib.nullcontext()
+        return capman.global_and_fixture_disabled()
+
+    if _is_worker(pytestconfig):
+        runner.settings.progress = False
+    runner.progress_context = progress_context
+    if pytestconfig.getoption("reuse"):
+        from pebench.store.reuse import ReuseLookup
+
+        runner.reuse = ReuseLookup(state.db_url, runner.device.type)
+    return runner
+
+
+@pytest.fixture(scope="session")
+def pebench_baseline(pytestconfig: pytest.Config) -> Baseline | None:
+    """The :class:`pebench.analysis.compare.Baseline` of ``--baseline`` (None without it)."""
+    return pytestconfig.stash[STATE].baseline
+
+
+class _BaselineToWorkers:
+    """Controller-only: hands the resolved baseline run id to each xdist worker."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKER_BASELINE_KEY] = self.run_id

@@ -1,0 +1,135 @@
+"""The suite's reporting process (the controller under pytest-xdist, or the only process): it writes each case's
+record to the database as its test report arrives, finishes the run, renders ``--report``, and prints the summary
+with the reused results and the baseline regressions, which cases hand over as structured verdicts
+(:class:`pebench.analysis.compare.Regression`) in the test report, never as text to search."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+import torch
+
+from pebench.analysis.compare import Baseline, Regression
+from pebench.device import pick_device
+from pebench.errors import PebenchError
+from pebench.provenance import run_info
+from pebench.settings import Settings
+from pebench.store.database import add_result, finish_run, start_run
+from pebench.store.record import ResultRecord
+
+RESULT_PROPERTY = "pebench_result"
+"""``record_property`` name of a case's :class:`ResultRecord` (JSON)."""
+REGRESSION_PROPERTY = "pebench_regression"
+"""``record_property`` name of a case's :class:`Regression` against the baseline (JSON)."""
+
+RUN_OPTIONS = ("tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples", "device",
+               "encoding", "task", "encoding_options", "task_options", "no_cache", "reuse", "baseline", "tolerance",
+               "ppl_tolerance", "deterministic")  # fmt: skip
+"""Options stored with each run (as ``runs.options``)."""
+
+
+def properties(report: pytest.TestReport, name: str) -> list[str]:
+    return [value for key, value in report.user_properties if key == name]
+
+
+def run_options(config: pytest.Config, baseline: Baseline | None) -> dict[str, Any]:
+    """The run's options as stored with it."""
+    opts = {n: config.getoption(n) for n in RUN_OPTIONS}
+    opts["torch_deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
+    opts["baseline_run"] = baseline.run_id if baseline is not None else None
+    opts["keyword"] = config.option.keyword
+    opts["markexpr"] = config.option.markexpr
+    opts["numprocesses"] = getattr(config.option, "numprocesses", None)
+    return opts
+
+
+class ResultWriter:
+    """Writes each case's record to the database as its report arrives (reporting process only)."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, engine: Any, url: str) -> None:
+        self.config = config
+        self.settings = settings
+        self.engine = engine
+        self.url = url
+        self.run_id: int | None = None
+        self.statuses: dict[str, int] = {}
+        self.report_line = ""
+
+    @property
+    def written(self) -> int:
+        return sum(self.statuses.values())
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for value in properties(report, RESULT_PROPERTY):
+            self.write(ResultRecord.from_json(value))
+
+    def write(self, record: ResultRecord) -> None:
+        if self.run_id is None:
+            from pebench.suite.plugin import STATE
+
+            baseline = self.config.stash[STATE].baseline
+            info = run_info(pick_device(self.settings.device), run_options(self.config, baseline),
+                            self.config.getoption("tier"), " ".join(sys.argv))  # fmt: skip
+            self.run_id = start_run(self.engine, info)
+        add_result(self.engine, self.run_id, record)
+        self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.run_id is not None:
+            status = {0: "finished", 1: "finished", 2: "interrupted"}.get(int(exitstatus), "failed")
+            finish_run(self.engine, self.run_id, status)
+            self.render_report()
+
+    def render_report(self) -> None:
+        """``--report PATH``: the leaderboard of this run, once the run is finished."""
+        path = self.config.getoption("report")
+        if path is None or self.run_id is None:
+            return
+        from pebench.report.page import render_report
+
+        try:
+            info = render_report(self.url, path, self.run_id)
+            self.report_line = f"leaderboard -> {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.seconds:.2f} s)"
+        except PebenchError as err:
+            self.report_line = f"leaderboard not written: {err}"
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if not self.written:
+            return
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
+        terminalreporter.write_sep("-", "pebench")
+        terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {self.url}")
+        if self.report_line:
+            terminalreporter.write_line(self.report_line)
+
+
+class RunSummary:
+    """Counts reused results and collects baseline regressions for the terminal summary (reporting process only)."""
+
+    def __init__(self, baseline: Baseline | None) -> None:
+        self.baseline = baseline
+        self.results = 0
+        self.reused = 0
+        self.regressions: list[Regression] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for value in properties(report, RESULT_PROPERTY):
+            self.results += 1
+            self.reused += bool(ResultRecord.from_json(value).reused_from)
+        self.regressions += [Regression.from_json(v) for v in properties(report, REGRESSION_PROPERTY)]
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if not self.results:
+            return
+        if config.getoption("reuse"):
+            terminalreporter.write_line(f"pebench --reuse: {self.reused} of {self.results} results copied")
+        if self.baseline is not None:
+            what = ", ".join(r.case_id + (f"-s{r.seed}" if config.getoption("seeds") > 1 else "")
+                             for r in self.regressions) or "none"  # fmt: skip
+            terminalreporter.write_line(f"pebench --baseline run {self.baseline.run_id}: regressed: {what}")
