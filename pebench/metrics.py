@@ -108,8 +108,7 @@ class Tolerances:
 METRICS: Registry[Metric] = Registry("metric")
 
 
-def register(metric: Metric) -> Metric:
-    return METRICS.add(metric.name, metric)
+register = METRICS.register
 
 
 register(Metric("accuracy", "token_accuracy", description="accuracy over scored tokens"))

@@ -7,7 +7,7 @@ user's values with the defaults and rejects unknown names or out-of-range values
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +25,19 @@ class Option:
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
-    choices: tuple[Any, ...] | None = None
+    choices: tuple[Any, ...] | Callable[[], Sequence[Any]] | None = None
+    """The valid values, or a function returning them when they are only known at run time (e.g. every encoding
+    registered with some capability)."""
+
+    @property
+    def valid_choices(self) -> tuple[Any, ...] | None:
+        if self.choices is None:
+            return None
+        return tuple(self.choices() if callable(self.choices) else self.choices)
 
     def describe_range(self) -> str:
         if self.choices is not None:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
+            return "one of " + ", ".join(repr(c) for c in self.valid_choices or ())
         if self.low is None and self.high is None:
             return f"any {self.type.__name__}"
         lo = "-inf" if self.low is None else f"{self.low:g}"
@@ -40,7 +48,7 @@ class Option:
 
     def check(self, owner: str, name: str, value: Any) -> Any:
         if self.choices is not None:
-            if value not in self.choices:
+            if value not in (self.valid_choices or ()):
                 raise OptionError(f"{owner}: option {name}={value!r} is invalid; valid: {self.describe_range()}")
             return value
         try:

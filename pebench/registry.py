@@ -1,9 +1,10 @@
-"""A small name -> class registry shared by encodings and tasks."""
+"""The one registry type: name -> class (encodings, tasks) or object (metrics), with one-line errors for unknown
+names."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
 from pebench.errors import UnknownNameError
 
@@ -30,8 +31,21 @@ class Registry(Generic[T]):
         """A fallback that builds an item for names not registered directly (e.g. wrapper prefixes)."""
         self._resolvers.append(resolver)
 
+    def register(self, item: T) -> T:
+        """Decorator (or call): register ``item`` under its ``name`` attribute."""
+        return self.add(getattr(item, "name", ""), item)
+
     def names(self) -> list[str]:
+        """Every registered name, sorted (names a resolver builds on demand are not listed)."""
         return sorted(self._items)
+
+    def build(self, name: str, *args: Any, options: Mapping[str, Any] | None = None) -> Any:
+        """An instance of the class ``name``: ``cls(*args, **options)`` (options are validated by the class)."""
+        return self.get(name)(*args, **dict(options or {}))  # type: ignore[operator]
+
+    def describe(self) -> list[tuple[str, str, str]]:
+        """(name, one-line description, paper) of every registered item."""
+        return [(n, getattr(self.get(n), "description", ""), getattr(self.get(n), "paper", "")) for n in self.names()]
 
     def get(self, name: str) -> T:
         if name in self._items:

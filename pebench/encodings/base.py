@@ -12,6 +12,12 @@ The model calls these hooks and never looks at an encoding's name:
   encodings that adapt at inference time;
 * :meth:`PositionalEncoding.train_positions` -- the positions used for a training batch.
 
+Capabilities are class attributes, never name lists: :attr:`PositionalEncoding.position_indexed` says whether the
+encoding reads the index positions (NoPE and CoPE do not; neither does the DroPE schedule). A :class:`Wrapper`
+forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
+position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
+:func:`pebench.encodings.registry.wrappable`.
+
 Shapes: ``positions`` is ``(T,)`` (shared by the batch) or ``(B, T)``; ``q`` and ``k`` are ``(B, H, T, head_dim)``.
 A bias is ``(H, T, T)`` when positions are shared, so it is never materialised per batch element.
 """
@@ -52,6 +58,9 @@ class PositionalEncoding(nn.Module):
     description: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}
+    position_indexed: ClassVar[bool] = True
+    """Whether the encoding reads the index positions (False: they mean nothing to it, so wrapping it with random
+    positions or using it as a DroPE base is refused)."""
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__()
@@ -94,6 +103,42 @@ class PositionalEncoding(nn.Module):
     def extra_config(self) -> dict[str, Any]:
         """Anything beyond the options that identifies this encoding's configuration (stored with results)."""
         return {}
+
+
+class Wrapper(PositionalEncoding):
+    """An encoding built around another one, ``self.inner`` (set by the subclass's ``__init__``): every hook is
+    forwarded to it, so a wrapper overrides only the hooks it changes."""
+
+    inner: PositionalEncoding
+
+    @property
+    def qk_dim(self) -> int:
+        return self.inner.qk_dim
+
+    @property
+    def attn_scale(self) -> float:
+        return self.inner.attn_scale
+
+    def embed(self, positions: Tensor) -> Tensor | None:
+        return self.inner.embed(positions)
+
+    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        return self.inner.transform_qk(q, k, positions, layer)
+
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
+        return self.inner.attn_bias(q, k, positions, layer)
+
+    def on_step(self, step: int, total_steps: int) -> None:
+        self.inner.on_step(step, total_steps)
+
+    def configure_eval(self, train_length: int, eval_length: int) -> None:
+        self.inner.configure_eval(train_length, eval_length)
+
+    def train_positions(self, batch_size: int, length: int, generator: torch.Generator | None) -> Tensor:
+        return self.inner.train_positions(batch_size, length, generator)
+
+    def extra_config(self) -> dict[str, Any]:
+        return self.inner.extra_config()
 
 
 def expand_positions(positions: Tensor) -> Tensor:

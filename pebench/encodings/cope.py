@@ -57,6 +57,7 @@ def cope_bias(q: Tensor, k: Tensor, table: Tensor, scale: float) -> Tensor:
 @register
 class CoPE(PositionalEncoding):
     name = "cope"
+    position_indexed = False
     description = "contextual positions: reverse cumulative sums of σ(q·k) gates, interpolated learned embeddings"
     paper = "Golovneva et al. 2024, arXiv:2405.18719"
     options = {"npos": Option(64, "rows of the position table (positions are clamped to npos - 1)", type=int, low=2)}

@@ -6,9 +6,11 @@ A schedule, not an encoding of its own. Training starts with a base encoding (``
     s* = floor(drop_at · total_steps)         (drop_at ∈ (0, 1), default 0.7)
 
 every hook of the base is switched off: steps >= s* and every evaluation run without positional encoding (as NoPE),
-so the model must recalibrate to order information from the causal mask alone. ``drop_at`` is an option, so it is
-stored in each result's configuration (with ``train.steps``, it fixes s*). The switch is a persistent buffer, so a
-model loaded from a checkpoint keeps it; the base's parameters stay in the module (and in checkpoints).
+so the model must recalibrate to order information from the causal mask alone. Any position-indexed encoding
+that is not itself a wrapper can be the base (:func:`pebench.encodings.registry.wrappable`). ``drop_at`` is an
+option, so it is stored in each result's configuration (with ``train.steps``, it fixes s*). The switch is a
+persistent buffer, so a model loaded from a checkpoint keeps it; the base's parameters stay in the module (and in
+checkpoints).
 A freshly built model (never trained) has its base encoding on.
 """
 
@@ -20,15 +22,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from pebench.encodings.base import EncodingContext, PositionalEncoding
-from pebench.encodings.registry import ENCODINGS, register
+from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
+from pebench.encodings.registry import ENCODINGS, register, wrappable
 from pebench.options import Option
-
-BASES = (
-    "rope", "alibi", "sinusoidal", "learned", "sinonly", "binary", "binary_norm", "decimal", "decimal_norm",
-    "sininit", "lrope", "pi", "ntk", "yarn", "pope", "t5", "kerple", "fire", "xpos",
-)  # fmt: skip
-"""Position-indexed encodings DroPE can start from."""
 
 
 def drop_step(drop_at: float, total_steps: int) -> int:
@@ -37,20 +33,27 @@ def drop_step(drop_at: float, total_steps: int) -> int:
 
 
 @register
-class DroPE(PositionalEncoding):
+class DroPE(Wrapper):
     name = "drope"
     description = "train with a base encoding (RoPE), drop it at a fraction of training, evaluate without it"
     paper = "Gelberg et al. 2025, arXiv:2512.12167"
+    position_indexed = False  # a schedule: after the drop, positions mean nothing to it
     options = {
-        "base": Option("rope", "encoding used before the drop", type=str, choices=BASES),
+        "base": Option("rope", "encoding used before the drop (any position-indexed encoding)", type=str,
+                       choices=wrappable),
         "drop_at": Option(0.7, "fraction of training after which the base is dropped", low=0.0, high=1.0,
                           low_open=True, high_open=True),
-    }
+    }  # fmt: skip
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__(ctx, **options)
-        self.base = ENCODINGS.get(self.opts["base"])(ctx)
+        self.inner = ENCODINGS.get(self.opts["base"])(ctx)
         self.register_buffer("dropped", torch.tensor(False))
+
+    @property
+    def base(self) -> PositionalEncoding:
+        """The encoding used before the drop."""
+        return self.inner
 
     @property
     def active(self) -> bool:
@@ -59,18 +62,18 @@ class DroPE(PositionalEncoding):
     def on_step(self, step: int, total_steps: int) -> None:
         self.dropped.fill_(step >= drop_step(self.opts["drop_at"], total_steps))
         if self.active:
-            self.base.on_step(step, total_steps)
+            self.inner.on_step(step, total_steps)
 
     @property
     def qk_dim(self) -> int:
-        return self.base.qk_dim if self.active else self.ctx.head_dim
+        return self.inner.qk_dim if self.active else self.ctx.head_dim
 
     @property
     def attn_scale(self) -> float:
-        return self.base.attn_scale if self.active else self.ctx.head_dim**-0.5
+        return self.inner.attn_scale if self.active else self.ctx.head_dim**-0.5
 
     def embed(self, positions: Tensor) -> Tensor | None:
-        vec = self.base.embed(positions)
+        vec = self.inner.embed(positions)
         if vec is None or self.active:
             return vec
         # dropped: add nothing, but keep returning a (zero) vector so the model's token scaling for additive
@@ -78,17 +81,11 @@ class DroPE(PositionalEncoding):
         return torch.zeros_like(vec)
 
     def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        return self.base.transform_qk(q, k, positions, layer) if self.active else (q, k)
+        return self.inner.transform_qk(q, k, positions, layer) if self.active else (q, k)
 
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return self.base.attn_bias(q, k, positions, layer) if self.active else None
-
-    def configure_eval(self, train_length: int, eval_length: int) -> None:
-        self.base.configure_eval(train_length, eval_length)
-
-    def train_positions(self, batch_size: int, length: int, generator: torch.Generator | None) -> Tensor:
-        return self.base.train_positions(batch_size, length, generator)
+        return self.inner.attn_bias(q, k, positions, layer) if self.active else None
 
     def extra_config(self) -> dict[str, Any]:
         return {"schedule": "base on for steps < floor(drop_at * train.steps); off after, and at evaluation",
-                "base_config": self.base.extra_config()}
+                "base_config": self.inner.extra_config()}

@@ -15,5 +15,6 @@ from pebench.encodings.registry import register
 @register
 class NoPE(PositionalEncoding):
     name = "nope"
+    position_indexed = False
     description = "no positional information; order comes only from the causal mask"
     paper = "Kazemnejad et al. 2023, arXiv:2305.19466"

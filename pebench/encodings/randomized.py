@@ -14,7 +14,8 @@ evaluation; the paper's sampling at evaluation time is not reproduced), so what 
 positions seen in training. Every option of ``X`` is an option of ``randomized_X``.
 
 ``randomized_rope`` and ``randomized_learned`` are registered (they are in the suite); any other
-``randomized_X`` for a position-indexed X resolves by name (``--encoding randomized_alibi``).
+``randomized_X`` for a position-indexed X that is not itself a wrapper resolves by name
+(``--encoding randomized_alibi``).
 """
 
 from __future__ import annotations
@@ -25,20 +26,18 @@ import torch
 from torch import Tensor
 
 from pebench.encodings import learned, rope  # noqa: F401  (registered before they are wrapped below)
-from pebench.encodings.base import EncodingContext, PositionalEncoding
-from pebench.encodings.registry import ENCODINGS
+from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
+from pebench.encodings.registry import ENCODINGS, wrappable
 from pebench.errors import LengthError
 
 PREFIX = "randomized_"
-NOT_POSITION_INDEXED = ("nope", "cope", "drope")
-"""Encodings that ignore the index positions (or are schedules), for which random positions mean nothing."""
 REGISTERED = ("rope", "learned")
 
 _CLASSES: dict[str, type[PositionalEncoding]] = {}
 
 
-class Randomized(PositionalEncoding):
-    """Forwards every hook to the wrapped encoding; only the training positions differ."""
+class Randomized(Wrapper):
+    """The wrapped encoding with random training positions; every other hook is forwarded."""
 
     inner_cls: ClassVar[type[PositionalEncoding]]
     paper = "Ruoss et al. 2023, arXiv:2305.16843"
@@ -53,29 +52,6 @@ class Randomized(PositionalEncoding):
             raise LengthError(f"{self.name}: training length {length} exceeds max_len {n}; valid: <= {n}")
         noise = torch.rand(batch_size, n, generator=generator)
         return noise.argsort(dim=-1)[:, :length].sort(dim=-1).values
-
-    @property
-    def qk_dim(self) -> int:
-        return self.inner.qk_dim
-
-    @property
-    def attn_scale(self) -> float:
-        return self.inner.attn_scale
-
-    def embed(self, positions: Tensor) -> Tensor | None:
-        return self.inner.embed(positions)
-
-    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        return self.inner.transform_qk(q, k, positions, layer)
-
-    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return self.inner.attn_bias(q, k, positions, layer)
-
-    def on_step(self, step: int, total_steps: int) -> None:
-        self.inner.on_step(step, total_steps)
-
-    def configure_eval(self, train_length: int, eval_length: int) -> None:
-        self.inner.configure_eval(train_length, eval_length)
 
     def extra_config(self) -> dict[str, Any]:
         return {"train_positions": "sorted random subset of [0, max_len) per sample; evaluation 0..T-1",
@@ -106,7 +82,7 @@ def _resolve(name: str) -> type[PositionalEncoding] | None:
     if not name.startswith(PREFIX):
         return None
     inner = name[len(PREFIX):]
-    if inner in NOT_POSITION_INDEXED or inner.startswith(PREFIX) or inner not in ENCODINGS:
+    if inner not in wrappable():
         return None
     return randomized(inner)
 

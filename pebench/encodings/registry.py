@@ -1,36 +1,26 @@
-"""Name -> encoding class registry. Each encoding module registers itself with :func:`register`."""
+"""The encodings' registry (:class:`pebench.registry.Registry`). Each encoding module registers itself with
+:func:`register`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from pebench.encodings.base import EncodingContext, PositionalEncoding
+from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
 from pebench.registry import Registry
 
 ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding")
-
-
-def register(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
-    """Class decorator: make ``cls`` available under ``cls.name``."""
-    return ENCODINGS.add(cls.name, cls)
-
-
-def available() -> list[str]:
-    """Names of every registered encoding, sorted."""
-    return ENCODINGS.names()
-
-
-def get(name: str) -> type[PositionalEncoding]:
-    """The class registered under ``name``; an unknown name raises an error listing the valid ones."""
-    return ENCODINGS.get(name)
+register = ENCODINGS.register
+available = ENCODINGS.names
+get = ENCODINGS.get
+describe = ENCODINGS.describe
 
 
 def build(name: str, ctx: EncodingContext, options: Mapping[str, Any] | None = None) -> PositionalEncoding:
     """Instantiate encoding ``name`` for a model described by ``ctx`` with validated ``options``."""
-    return get(name)(ctx, **dict(options or {}))
+    return ENCODINGS.build(name, ctx, options=options)
 
 
-def describe() -> list[tuple[str, str, str]]:
-    """(name, one-line description, paper) for each encoding."""
-    return [(n, get(n).description, get(n).paper) for n in available()]
+def wrappable() -> tuple[str, ...]:
+    """Registered encodings a :class:`~pebench.encodings.base.Wrapper` may wrap: position-indexed, not wrappers."""
+    return tuple(n for n in available() if get(n).position_indexed and not issubclass(get(n), Wrapper))

@@ -1,8 +1,8 @@
 """Addition without carries: add two n-digit numbers whose digit-wise sums are all below 10.
 
 Source: the algorithmic length-generalisation set of Kazemnejad et al., "The Impact of Positional Encoding on Length
-Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466; training and OOD lengths as set in this project's
-issue 4 (train 2-5 digits, OOD 6-8, plus 2x and 4x of 5). Restricting to carry-free sums isolates digit alignment
+Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466; training and OOD lengths of the published study this
+set follows (train 2-5 digits, OOD 6-8, plus 2x and 4x of 5). Restricting to carry-free sums isolates digit alignment
 (a purely positional skill) from carry propagation.
 
 Definition. The task length ``n`` is the number of digits of each operand. Digit pairs ``(a_i, b_i)`` are drawn

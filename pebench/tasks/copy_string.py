@@ -2,7 +2,7 @@
 
 Source: the algorithmic length-generalisation set (copy, reverse, sort, addition) of Kazemnejad et al., "The Impact
 of Positional Encoding on Length Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466; training and OOD
-lengths as set in this project's issue 4 (copy: train 4-12 items, OOD 13-20, plus 2x and 4x of 12).
+lengths of the published study this set follows (copy: train 4-12 items, OOD 13-20, plus 2x and 4x of 12).
 
 Definition. The task length ``n`` is the number of items. Items ``x_1 .. x_n`` are i.i.d. uniform over
 ``0 .. N-1`` (``N`` = option ``n_items``, default 32); ``SEP = N``, ``PAD = N + 1`` (vocabulary ``N + 2``).

@@ -1,9 +1,9 @@
 """k-back recall: at every position, output the token seen ``k`` positions earlier.
 
-Source: the positional-encoding Streamlit study this project grew out of. It is the standard positional
-retrieval/copy probe (the behaviour of the "previous-token" heads that feed induction heads; cf. Olsson et al.,
-"In-context Learning and Induction Heads", 2022, arXiv:2209.11895): the answer is fixed by a relative offset alone,
-never by content.
+Source: the seed study (a published interactive Streamlit comparison of positional encodings on four synthetic tasks,
+which pebench's core tasks and default model come from). It is the standard positional retrieval/copy probe (the
+behaviour of the "previous-token" heads that feed induction heads; cf. Olsson et al., "In-context Learning and
+Induction Heads", 2022, arXiv:2209.11895): the answer is fixed by a relative offset alone, never by content.
 
 Definition. Tokens ``x_0 .. x_{T-1}`` are i.i.d. uniform over ``0 .. 49`` (vocabulary 50). With ``k`` the option
 (default 3, ``k >= 1``), the target is
@@ -32,7 +32,7 @@ class KBack(Task):
     name = "k_back"
     version = "1"
     description = "at every position t >= k, recall the token k (3) positions back"
-    paper = "positional-encoding Streamlit study; cf. Olsson et al. 2022, arXiv:2209.11895"
+    paper = "seed study (a published Streamlit comparison of PEs); cf. Olsson et al. 2022, arXiv:2209.11895"
     options = {"k": Option(3, "how many positions back to recall", type=int, low=1, high=4096)}
     train_length = 64
     default_steps = 200  # tuned: see README 'Default configuration'

@@ -1,7 +1,8 @@
 """Long-range match: does the last token equal the first?
 
-Source: the positional-encoding Streamlit study this project grew out of (a binary probe of attention across the
-whole sequence: the evidence sits at the two ends, as far apart as the length allows).
+Source: the seed study (a published interactive Streamlit comparison of positional encodings on four synthetic tasks,
+which pebench's core tasks and default model come from) (a binary probe of attention across the whole sequence: the
+evidence sits at the two ends, as far apart as the length allows).
 
 Definition. Content tokens are ``0 .. 49``; the answers are ``NO = 50`` and ``YES = 51`` (vocabulary 52). A sequence
 ``x_0 .. x_{T-1}`` has every token i.i.d. uniform over the content tokens except the last: a per-sample fair coin
@@ -30,7 +31,7 @@ class LongRangeMatch(Task):
     name = "long_range_match"
     version = "1"
     description = "answer YES/NO at the last position: is the last token equal to the first?"
-    paper = "positional-encoding Streamlit study"
+    paper = "seed study (a published Streamlit comparison of PEs)"
     train_length = 32
     default_steps = 400  # tuned: see README 'Default configuration'
     min_length = 2

@@ -1,8 +1,9 @@
 """Modular running sum: predict the sum of every earlier token modulo ``m``.
 
-Source: the positional-encoding Streamlit study this project grew out of. The task is the running (prefix) form of
-the modular-arithmetic / parity family of length-generalisation probes (parity is the case ``m = 2``; cf. Delétang
-et al., "Neural Networks and the Chomsky Hierarchy", ICLR 2023, arXiv:2207.02098).
+Source: the seed study (a published interactive Streamlit comparison of positional encodings on four synthetic tasks,
+which pebench's core tasks and default model come from). The task is the running (prefix) form of the modular-
+arithmetic / parity family of length-generalisation probes (parity is the case ``m = 2``; cf. Delétang et al.,
+"Neural Networks and the Chomsky Hierarchy", ICLR 2023, arXiv:2207.02098).
 
 Definition. Tokens ``x_0 .. x_{T-1}`` are i.i.d. uniform over ``0 .. n_tokens - 1`` (default 20). The target at every
 position ``t`` is the sum of all *previous* tokens,
@@ -41,7 +42,7 @@ class ModularSum(Task):
     name = "modular_sum"
     version = "1"
     description = "predict the running sum of all earlier tokens modulo m (10), at every position"
-    paper = "positional-encoding Streamlit study; cf. Delétang et al. 2023, arXiv:2207.02098"
+    paper = "seed study (a published Streamlit comparison of PEs); cf. Delétang et al. 2023, arXiv:2207.02098"
     options = {
         "n_tokens": Option(20, "number of input tokens (the vocabulary)", type=int, low=2, high=100_000),
         "modulus": Option(10, "modulus m of the running sum (at most n_tokens)", type=int, low=2, high=100_000),

@@ -1,4 +1,5 @@
-"""Name -> task class registry. Each task module registers itself with :func:`register`."""
+"""The tasks' registry (:class:`pebench.registry.Registry`). Each task module registers itself with
+:func:`register`."""
 
 from __future__ import annotations
 
@@ -9,23 +10,11 @@ from pebench.registry import Registry
 from pebench.tasks.base import Task
 
 TASKS: Registry[type[Task]] = Registry("task")
-
-
-def register(cls: type[Task]) -> type[Task]:
-    """Class decorator: make ``cls`` available under ``cls.name``."""
-    return TASKS.add(cls.name, cls)
-
-
-def available() -> list[str]:
-    """Names of every registered task, sorted."""
-    return TASKS.names()
-
-
-def get(name: str) -> type[Task]:
-    """The class registered under ``name``; an unknown name raises an error listing the valid ones."""
-    return TASKS.get(name)
+register = TASKS.register
+available = TASKS.names
+get = TASKS.get
 
 
 def build(name: str, options: Mapping[str, Any] | None = None) -> Task:
     """Instantiate task ``name`` with validated ``options``."""
-    return get(name)(**dict(options or {}))
+    return TASKS.build(name, options=options)

@@ -1,8 +1,8 @@
 """Reverse: write the input string backwards after a separator.
 
 Source: the algorithmic length-generalisation set of Kazemnejad et al., "The Impact of Positional Encoding on Length
-Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466; training and OOD lengths as set in this project's
-issue 4 (reverse: train 3-8 items, OOD 9-16, plus 2x and 4x of 8).
+Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466; training and OOD lengths of the published study this
+set follows (reverse: train 3-8 items, OOD 9-16, plus 2x and 4x of 8).
 
 Definition. The task length ``n`` is the number of items. Items ``x_1 .. x_n`` are i.i.d. uniform over
 ``0 .. N-1`` (``N`` = option ``n_items``, default 32); ``SEP = N``, ``PAD = N + 1`` (vocabulary ``N + 2``).

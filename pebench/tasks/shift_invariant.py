@@ -1,7 +1,8 @@
 """Shift-invariant pattern detection: does the pair ``A B`` occur anywhere, including where training never put it?
 
-Source: the positional-encoding Streamlit study this project grew out of. Unlike that study, the in-distribution
-split ("id") here draws insertion positions from exactly the training distribution; only "ood" uses shifted ones.
+Source: the seed study (a published interactive Streamlit comparison of positional encodings on four synthetic tasks,
+which pebench's core tasks and default model come from). Unlike that study, the in-distribution split ("id") here
+draws insertion positions from exactly the training distribution; only "ood" uses shifted ones.
 
 Definition. Content tokens are ``0 .. C-1`` (``C`` = option ``n_tokens``, default 20); reserved tokens are
 ``A = C``, ``B = C+1``, ``QUERY = C+2`` and the answers ``NO = C+3``, ``YES = C+4`` (vocabulary ``C + 5``). A
@@ -39,7 +40,7 @@ class ShiftInvariant(Task):
     name = "shift_invariant"
     version = "1"
     description = "YES/NO at the final QUERY: does the pair A B occur, at training or at unseen (ood) positions?"
-    paper = "positional-encoding Streamlit study"
+    paper = "seed study (a published Streamlit comparison of PEs)"
     options = {"n_tokens": Option(20, "number of content tokens C", type=int, low=1, high=100_000)}
     eval_splits = ("id", "ood")
     train_length = 32

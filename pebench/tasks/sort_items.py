@@ -1,8 +1,8 @@
 """Sort: output the input's distinct items in increasing order.
 
 Source: the algorithmic length-generalisation set of Kazemnejad et al., "The Impact of Positional Encoding on Length
-Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466; training and OOD lengths as set in this project's
-issue 4 (sort: train 3-6 items, OOD 7-10, plus 2x and 4x of 6).
+Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466; training and OOD lengths of the published study this
+set follows (sort: train 3-6 items, OOD 7-10, plus 2x and 4x of 6).
 
 Definition. The task length ``n`` is the number of items. The items are ``n`` *distinct* tokens drawn uniformly
 without replacement from ``0 .. N-1`` (``N`` = option ``n_items``, default 32, so ``n <= N``) in random order;

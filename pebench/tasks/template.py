@@ -1,8 +1,8 @@
 """Template continuation: continue an arithmetic progression after a middle marker, then close it.
 
-Source: the template task of a published notebook study of positional encodings (named in this project's issue 4).
-That notebook had only 71 distinct sequences and scored padding predicting padding; here the space of sequences is
-large, the test sequences provably never occur in training, and padding is never scored.
+Source: the template task of a published notebook study of positional encodings. That notebook had only 71 distinct
+sequences and scored padding predicting padding; here the space of sequences is large, the test sequences provably
+never occur in training, and padding is never scored.
 
 Definition. Numbers are ``0 .. M-1`` (``M`` = option ``n_numbers``, default 100); ``BOS = M``, ``MID = M + 1``,
 ``END = M + 2``, ``PAD = M + 3`` (vocabulary ``M + 4``). The task length ``L`` is the number of tokens (padding
@@ -47,7 +47,7 @@ class Template(Task):
     name = "template"
     version = "1"
     description = "continue an arithmetic progression after MID and close it with END; (start, step) held out"
-    paper = "template notebook study (issue 4)"
+    paper = "a published notebook study of positional encodings"
     options = {"n_numbers": Option(100, "numbers M (progressions are modulo M)", type=int, low=3, high=100_000)}
     train_length = 32
     min_length = 7
