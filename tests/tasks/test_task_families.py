@@ -474,13 +474,14 @@ def test_lm_perplexity_through_evaluate(corpus: Path) -> None:
 
 
 def test_runner_scores_exact_match_tasks_by_sequence_accuracy() -> None:
-    from pebench.runner import Case, Runner, Settings
+    from pebench.runner import Case, Runner
+    from pebench.settings import Settings
 
     runner = Runner(Settings(steps=2, d_model=16, n_layers=1, n_heads=2, batch_size=8, eval_samples=8, device="cpu"))
     record = runner.run(Case("rope", "add_nocarry", 6))
-    assert record["status"] == "ok" and record["metric"] == "exact_match"
-    assert record["score"] == record["sequence_accuracy"]
-    assert record["chance_level"] == pytest.approx(1e-5)
+    assert record.status == "ok" and record.metric == "exact_match"
+    assert record.score == record.sequence_accuracy
+    assert record.chance_level == pytest.approx(1e-5)
 
 
 def test_cli_lists_every_task(capsys: pytest.CaptureFixture[str]) -> None:

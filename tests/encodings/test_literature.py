@@ -11,11 +11,13 @@ import torch
 from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings import cope as cope_module
+from pebench.encodings.base import PositionalEncoding, Wrapper
 from pebench.encodings.digits import digit_table
-from pebench.encodings.drope import BASES, drop_step
+from pebench.encodings.drope import drop_step
+from pebench.encodings.registry import ENCODINGS, wrappable
 from pebench.encodings.t5 import t5_bucket
 from pebench.encodings.xpos import xpos_zeta
-from pebench.errors import LengthError, UnknownNameError
+from pebench.errors import LengthError, OptionError, UnknownNameError
 from pebench.models.transformer import ModelConfig, Transformer
 
 VOCAB, D, HEADS, LAYERS, MAX_LEN, T = 17, 32, 4, 2, 128, 16
@@ -364,9 +366,32 @@ def test_drope_after_the_drop_is_the_model_without_encoding():
 
 def test_drope_keeps_the_base_parameters_and_takes_any_base():
     model = make_model("drope", options={"base": "learned", "drop_at": 0.5})
-    assert "encoding.base.table.weight" in model.state_dict()
-    assert set(BASES) <= set(encodings.available())
-    assert "nope" not in BASES and "cope" not in BASES and "drope" not in BASES
+    assert "encoding.inner.table.weight" in model.state_dict() and model.encoding.base is model.encoding.inner
+    bases = wrappable()
+    assert len(bases) == 19 and {"rope", "alibi", "learned", "t5", "yarn"} <= set(bases)
+    for name in ("nope", "cope", "drope", "randomized_rope", "randomized_learned"):
+        assert name not in bases  # ignore positions, or wrap another encoding themselves
+    with pytest.raises(OptionError, match="option base='cope' is invalid; valid: one of 'alibi'"):
+        make_model("drope", options={"base": "cope"})
+
+
+def test_a_new_position_indexed_encoding_is_wrappable_without_editing_a_list():
+    class Shifted(PositionalEncoding):
+        name = "shifted_test_encoding"
+
+    class Blind(PositionalEncoding):
+        name = "blind_test_encoding"
+        position_indexed = False
+
+    ENCODINGS.register(Shifted)
+    ENCODINGS.register(Blind)
+    try:
+        assert "shifted_test_encoding" in wrappable() and "blind_test_encoding" not in wrappable()
+        assert isinstance(encodings.build("drope", ctx(), {"base": "shifted_test_encoding"}).inner, Shifted)
+        assert issubclass(encodings.get("randomized_shifted_test_encoding"), Wrapper)
+        assert "randomized_blind_test_encoding" not in ENCODINGS
+    finally:
+        del ENCODINGS._items["shifted_test_encoding"], ENCODINGS._items["blind_test_encoding"]
 
 
 # -- randomized ----------------------------------------------------------------------------------------------------

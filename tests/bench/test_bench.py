@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 import pandas as pd
 import pytest
 
-from pebench.bench import format_task_table, in_distribution, learned_fraction, resolve_names, verdict
+from pebench.analysis.scoring import training_length_scores
+from pebench.bench.tasks import format_task_table, resolve_names
 from pebench.cli import main
 from pebench.errors import UnknownNameError
-
-
-def test_learned_fraction_of_accuracies_and_perplexities():
-    # accuracy: (0.6 - 0.2) / (1 - 0.2) = 0.5; chance itself is 0, perfect is 1
-    assert learned_fraction(0.6, 0.2, True) == pytest.approx(0.5)
-    assert learned_fraction(0.2, 0.2, True) == pytest.approx(0.0)
-    assert learned_fraction(1.0, 0.01, True) == pytest.approx(1.0)
-    # perplexity against a uniform 256-way guess: ln 256 - ln 16 = ln 16 = half of ln 256
-    assert learned_fraction(16.0, 256.0, False) == pytest.approx(0.5)
-    assert learned_fraction(256.0, 256.0, False) == pytest.approx(0.0)
-    assert learned_fraction(1.0, 256.0, False) == pytest.approx(1.0)
-    assert learned_fraction(math.e, math.e**4, False) == pytest.approx(0.75)
-
-
-def test_verdict_thresholds():
-    assert verdict(0.5) == "learned"
-    assert verdict(0.49) == "partly"
-    assert verdict(0.1) == "partly"
-    assert verdict(0.09) == "not learned"
-    assert verdict(-0.2) == "not learned"
 
 
 def _row(enc: str, eval_length: int, score: float | None, status: str = "ok") -> dict:
@@ -44,7 +24,7 @@ def test_in_distribution_reads_the_training_length_only():
         _row("nope", 6, 0.30), _row("nope", 24, 0.99),
         _row("alibi", 6, None, status="diverged"),
     ])  # fmt: skip
-    rows = {r["encoding"]: r for r in in_distribution(df, "sort")}
+    rows = {r["encoding"]: r for r in training_length_scores(df, "sort")}
     assert rows["rope"]["score"] == 0.85
     assert rows["rope"]["fraction"] == pytest.approx((0.85 - 0.25) / 0.75)
     assert rows["rope"]["verdict"] == "learned"

@@ -7,10 +7,11 @@ import time
 
 import pytest
 
-from pebench import db
+from pebench import store as db
 from pebench.cli import main as cli_main
 from pebench.errors import DatabaseError
-from pebench.report import Cell, ReportError, _mark_best, build_context, normalised_score, render_report
+from pebench.report import ReportError, build_context, render_report
+from pebench.store import attention
 
 EVIL = "<script>alert(1)</script>"
 
@@ -80,17 +81,6 @@ def make_db(path, second_run=True):
     return url, runs
 
 
-def test_normalised_score_from_the_definition():
-    assert normalised_score(0.55, True, 0.1) == pytest.approx(0.5)  # (0.55 - 0.1) / 0.9
-    assert normalised_score(0.05, True, 0.1) == 0.0  # below chance is clipped
-    assert normalised_score(1.0, True, 0.25) == 1.0
-    assert normalised_score(16.0, False, 256.0) == pytest.approx(0.5)  # 1 - ln 16 / ln 256
-    assert normalised_score(64.0, False, 0.01, vocab_size=4096) == pytest.approx(0.5)  # 1 - ln 64 / ln 4096
-    assert normalised_score(300.0, False, 256.0) == 0.0  # worse than uniform is clipped
-    assert normalised_score(None, True, 0.1, status="diverged") == 0.0
-    assert normalised_score(None, True, 0.1, status="error") is None
-
-
 def test_leaderboard_numbers_order_partial_and_deltas(tmp_path):
     url, runs = make_db(tmp_path / "r.db")
     ctx = build_context(url, "latest")
@@ -133,15 +123,6 @@ def test_leaderboard_numbers_order_partial_and_deltas(tmp_path):
     # per-task rows best first: by the task's OOD normalised score (then ID score, then name)
     ood_of = [r.ood_norm.value for r in acc.rows]
     assert ood_of == sorted(ood_of, reverse=True) and len(acc.rows) == 4
-
-
-def test_ties_at_the_displayed_precision_are_all_highlighted():
-    cells = [Cell(value=99.996), Cell(value=100.0), Cell(value=99.9), Cell()]
-    _mark_best(cells, max)
-    assert [c.best for c in cells] == [True, True, False, False]  # 99.996 shows as 100.0
-    cells = [Cell(value=3.141, digits=2), Cell(value=3.139, digits=2), Cell(value=3.2, digits=2)]
-    _mark_best(cells, min)  # lower is better (perplexity): 3.14 and 3.14
-    assert [c.best for c in cells] == [True, True, False]
 
 
 def test_page_escapes_database_strings_and_is_self_contained(tmp_path):
@@ -192,7 +173,7 @@ def test_cli_report(tmp_path, capsys):
 
 
 def test_ten_thousand_results_render_fast_and_small(tmp_path):
-    from pebench import synthetic
+    from pebench.report import synthetic
 
     spec = synthetic.standard_spec(10_000)
     assert spec.n_results == 10_000
@@ -210,23 +191,26 @@ def test_ten_thousand_results_render_fast_and_small(tmp_path):
 
 
 def test_runner_stores_last_layer_attention_at_the_training_length():
-    from pebench.runner import ATTENTION_TOKENS, Case, Runner, Settings
+    from pebench.runner import ATTENTION_TOKENS, Case, Runner
+    from pebench.settings import Settings
 
     runner = Runner(Settings(steps=2, d_model=16, n_layers=2, n_heads=2, batch_size=4, eval_samples=4, device="cpu"))
     rec = runner.run(Case("alibi", "k_back", 64, 0))
-    att = rec["metrics"]["attention"]
+    att = rec.metrics["attention"]
     assert att["layer"] == 1 and att["scale"] == 1000 and len(att["tokens"]) == ATTENTION_TOKENS
     assert len(att["heads"]) == 2
     for head in att["heads"]:
         assert [len(row) for row in head] == list(range(1, ATTENTION_TOKENS + 1))  # causal lower triangle
         for row in head:
             assert abs(sum(row) - 1000) <= math.ceil(len(row) / 2)  # probabilities, rounded to thousandths
-    assert "attention" not in runner.run(Case("alibi", "k_back", 128, 0))["metrics"]
+    assert "attention" not in runner.run(Case("alibi", "k_back", 128, 0)).metrics
+    # the decoder the report uses gives back the probabilities to within the rounding
+    heads = attention.decode(att)
+    assert len(heads) == 2 and heads[0].shape == (ATTENTION_TOKENS, ATTENTION_TOKENS)
+    assert all(abs(h.sum(axis=1) - 1).max() <= 0.02 and h[0, 1:].sum() == 0 for h in heads)  # causal rows of 1
 
 
-def test_suite_report_option(tmp_path):
-    from test_suite import TINY, run_suite
-
+def test_suite_report_option(run_suite, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     page = tmp_path / "lb.html"
     args = [
@@ -241,12 +225,12 @@ def test_suite_report_option(tmp_path):
         "--no-cache",
         "--report",
         str(page),
-        *TINY,
+        *tiny,
     ]
-    proc = run_suite(*args, tmp_path=tmp_path)
+    proc = run_suite(*args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "leaderboard -> " in proc.stdout
     html = page.read_text()
     assert "rope" in html and "k_back" in html and "#1 (finished)" in html
-    bad = run_suite("--report", str(tmp_path / "nodir" / "lb.html"), "--db", url, tmp_path=tmp_path)
+    bad = run_suite("--report", str(tmp_path / "nodir" / "lb.html"), "--db", url)
     assert bad.returncode != 0 and "--report" in bad.stderr and "existing directory" in bad.stderr

@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from pebench import db
+from pebench import store as db
+from pebench.analysis.compare import Baseline, CompareError, Regression, Tolerances, compare_runs, verdict
+from pebench.analysis.stats import Estimate
 from pebench.cli import main
-from pebench.compare import Baseline, CompareError, Tolerances, compare_runs, verdict
-from pebench.results import load
-from pebench.stats import Estimate
+from pebench.store.load import load
+from pebench.store.record import ResultRecord
 
 RUN = {"package_version": "0", "torch_version": "t", "python_version": "3", "device": "cpu:x", "host": "h"}
 CONFIG = {"train": {"steps": 100}, "model": {"d_model": 16}}
@@ -168,14 +169,20 @@ def test_baseline_check_of_one_case(tmp_path):
     bl = Baseline(b, load(url, b), Tolerances())
     # paired with the same seed: seed 0 had 0.80; 0.77 is 0.03 worse (beyond the tolerance 0.02) but better than
     # the worst baseline seed (0.70), so it is inside the seeds' noise
-    assert bl.check(record(seed=0, score=0.77)) is None
-    msg = bl.check(record(seed=1, score=0.60))
-    assert msg is not None
+    check = lambda **kw: bl.check(ResultRecord(**record(**kw)))  # noqa: E731
+    assert check(seed=0, score=0.77) is None
+    reg = check(seed=1, score=0.60)
+    assert isinstance(reg, Regression)  # a structured verdict: the numbers, not only a message
+    assert (reg.case_id, reg.seed, reg.run_id, reg.metric) == ("rope-k_back-L64", 1, 1, "accuracy")
+    assert reg.value == 0.60 and reg.reference == 0.70 and reg.same_seed and reg.drop == pytest.approx(0.10)
+    assert reg.worst == 0.70 and reg.baseline["n"] == 3 and reg.baseline["mean"] == pytest.approx(0.75)
+    assert Regression.from_json(reg.to_json()) == reg  # travels from an xdist worker as JSON
+    msg = reg.message
     assert "rope-k_back-L64 (seed 1) regressed against baseline run 1: accuracy 0.6000 vs 0.7000 (seed 1)" in msg
     assert "worse by 0.1000 > tolerance 0.02" in msg and "worst 0.7000" in msg
-    assert bl.check(record(seed=1, score=0.69)) is None  # 0.01 drop: within the tolerance
-    assert bl.check(record(seed=2, score=0.9)) is None  # better
-    assert bl.check(record(seed=0, score=0.1, config={"other": 1})) is None  # config not in the baseline
+    assert check(seed=1, score=0.69) is None  # 0.01 drop: within the tolerance
+    assert check(seed=2, score=0.9) is None  # better
+    assert check(seed=0, score=0.1, config={"other": 1}) is None  # config not in the baseline
     with pytest.raises(CompareError, match=r"incompatible config \(e.g. rope-k_back: train.steps: 100 vs 7\)"):
         bl.check_compatible({("rope", "k_back"): ("h", {"train": {"steps": 7}, "model": {"d_model": 16}})})
     with pytest.raises(CompareError, match="no case in common"):

@@ -10,15 +10,15 @@ import pandas as pd
 import pytest
 import torch._dynamo  # noqa: F401  -- torch imports it lazily; pytester's in-process runs would import it twice
 import yaml
-from test_suite import TINY
 
-from pebench import db
+from pebench import store as db
 from pebench.cli import build_parser, main
 from pebench.hashing import config_hash
-from pebench.results import load
-from pebench.runner import Case, Runner, Settings
+from pebench.runner import Case, Runner
+from pebench.settings import Settings
+from pebench.store.load import load
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
 
 
@@ -30,26 +30,25 @@ def test_same_seed_and_config_give_identical_metrics_on_cpu():
         runner = Runner(Settings(**settings, cache_dir=None, progress=False))  # fresh runner: nothing cached
         records.append(runner.run(Case("learned", "k_back", 128, seed)))
     first, again, other_seed = records
-    assert first["status"] == "ok" and first["model_reused"] is False and again["model_reused"] is False
+    assert first.status == "ok" and first.model_reused is False and again.model_reused is False
     for name in fields:
-        assert first[name] == again[name], name
-    assert first["config_hash"] == other_seed["config_hash"]  # the seed is not part of the config
-    assert first["final_train_loss"] != other_seed["final_train_loss"]
+        assert getattr(first, name) == getattr(again, name), name
+    assert first.config_hash == other_seed.config_hash  # the seed is not part of the config
+    assert first.final_train_loss != other_seed.final_train_loss
 
 
-def suite(pytester, *args):
-    """Run the suite in this process (pytester), which saves the start-up of a new interpreter per run."""
-    res = pytester.runpytest_inprocess(str(ROOT / "suite"), "-p", "no:cacheprovider", *args)
-    return res.ret, res.stdout.str() + res.stderr.str()
+def suite(run_suite, *args: str) -> tuple[int, str]:
+    res = run_suite(*args, inprocess=True)
+    return res.returncode, res.output
 
 
-def test_reuse_benchmark_and_baseline(pytester, tmp_path):
+def test_reuse_benchmark_and_baseline(run_suite, tiny, tmp_path):
     db_file = tmp_path / "n.db"
     url = f"sqlite:///{db_file}"
-    args = ["--encoding", "rope", "-k", "k_back and L64", "--steps", "3", "--db", url, "--no-cache", *TINY]
+    args = ["--encoding", "rope", "-k", "k_back and L64", "--steps", "3", "--db", url, "--no-cache", *tiny]
 
     # 1: trains; pytest-benchmark times the training, --benchmark-json holds it with the throughput
-    ret, out = suite(pytester, *args, "--benchmark-json", str(tmp_path / "b.json"))
+    ret, out = suite(run_suite, *args, "--benchmark-json", str(tmp_path / "b.json"))
     assert ret == 0, out
     bench = json.loads((tmp_path / "b.json").read_text())["benchmarks"]
     assert [b["name"] for b in bench] == ["test_case[rope-k_back-L64]"]
@@ -59,7 +58,7 @@ def test_reuse_benchmark_and_baseline(pytester, tmp_path):
     assert not first["model_reused"] and pd.isna(first["reused_from"])
 
     # 2: --reuse copies the result (no training, no benchmark), --baseline previous finds nothing worse
-    ret, out = suite(pytester, *args, "--reuse", "--baseline", "previous")
+    ret, out = suite(run_suite, *args, "--reuse", "--baseline", "previous")
     assert ret == 0, out
     assert "pebench --reuse: 1 of 1 results copied" in out
     assert "pebench --baseline run 1: regressed: none" in out
@@ -77,7 +76,7 @@ def test_reuse_benchmark_and_baseline(pytester, tmp_path):
     con.execute("update results set score = score + 0.5 where run_id = 2")
     con.commit()
     con.close()
-    ret, out = suite(pytester, *args, "--baseline", "2")  # retrained: deterministic, so the first score again
+    ret, out = suite(run_suite, *args, "--baseline", "2")  # retrained: deterministic, so the first score again
     assert ret == 1, out
     score = float(first["score"])
     assert re.search(
@@ -104,7 +103,7 @@ def test_reuse_benchmark_and_baseline(pytester, tmp_path):
         (["--tolerance", "-0.1"], "--tolerance must be a non-negative number"),
     ],
 )
-def test_bad_baseline_is_a_usage_error_before_training(pytester, tmp_path, args, message):
+def test_bad_baseline_is_a_usage_error_before_training(run_suite, tiny, tmp_path, args, message):
     url = f"sqlite:///{tmp_path / 'b.db'}"
     engine = db.open_db(url)
     run = db.start_run(engine, {"package_version": "0", "torch_version": "t", "python_version": "3",
@@ -117,12 +116,12 @@ def test_bad_baseline_is_a_usage_error_before_training(pytester, tmp_path, args,
                                 "seed": 0, "config": rec, "config_hash": config_hash(rec), "status": "ok",
                                 "score": 0.5})  # fmt: skip
     engine.dispose()
-    base = ["-k", "k_back and L64", "--steps", "3", "--db", url, "--no-cache", "--encoding", "rope", *TINY]
-    res = pytester.runpytest_inprocess(str(ROOT / "suite"), "-p", "no:cacheprovider", *base, *args)
-    assert res.ret == 4, res.stdout.str() + res.stderr.str()
-    err = [line for line in res.errlines if line.strip()]
-    assert len(err) == 1 and message in err[0], res.errlines
-    assert "passed" not in res.stdout.str() and len(load(url)) == 1
+    base = ["-k", "k_back and L64", "--steps", "3", "--db", url, "--no-cache", "--encoding", "rope", *tiny]
+    res = run_suite(*base, *args, inprocess=True)
+    assert res.returncode == 4, res.output
+    err = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(err) == 1 and message in err[0], res.stderr
+    assert "passed" not in res.stdout and len(load(url)) == 1
 
 
 def test_nightly_workflow_is_valid():

@@ -134,7 +134,7 @@ def test_scaled_config_is_recorded():
         ("drope", {"drop_at": 0}, "encoding drope: option drop_at=0 is out of range; valid: float in (0, 1)"),
         ("drope", {"drop_at": 1.0}, "encoding drope: option drop_at=1.0 is out of range; valid: float in (0, 1)"),
         ("drope", {"drop_at": "x"}, "encoding drope: option drop_at='x' is not a float; valid: float in (0, 1)"),
-        ("drope", {"base": "cope"}, "encoding drope: option base='cope' is invalid; valid: one of 'rope', 'alibi'"),
+        ("drope", {"base": "cope"}, "encoding drope: option base='cope' is invalid; valid: one of 'alibi', 'binary'"),
         ("yarn", {"scale": 2}, "encoding yarn: unknown option 'scale'; valid options: base, factor, mode"),
         ("alibi", {"base": 2}, "encoding alibi: unknown option 'base'; valid options: none"),
         ("randomized_rope", {"factor": 2}, "encoding randomized_rope: unknown option 'factor'; valid options: base"),

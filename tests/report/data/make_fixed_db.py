@@ -12,10 +12,10 @@ import datetime as dt
 import sqlite3
 from pathlib import Path
 
+from pebench.synthetic import SynthSpec, SynthTask
 from sqlalchemy import update
 
 from pebench import db, synthetic
-from pebench.synthetic import SynthSpec, SynthTask
 
 HERE = Path(__file__).resolve().parent
 ENCODINGS = ("nope", "rope", "alibi", "learned", "t5")

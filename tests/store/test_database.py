@@ -4,9 +4,9 @@ import sqlite3
 
 import pytest
 
-from pebench import db
+from pebench import store as db
 from pebench.errors import DatabaseError
-from pebench.results import load
+from pebench.store.load import load
 
 RECORD = {
     "case_id": "rope-k_back-L64",

@@ -9,7 +9,7 @@ from pathlib import Path
 from pebench import encodings
 from pebench.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = {
     # core
     "nope", "sinusoidal", "learned", "rope", "alibi",

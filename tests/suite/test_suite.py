@@ -1,57 +1,44 @@
 """The suite end to end, in subprocesses: parametrization, tiers, the database, xdist, bad input, divergence."""
 
-import os
 import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from pebench.results import load
-
-ROOT = Path(__file__).resolve().parent.parent
-TINY = ["--d-model", "16", "--layers", "1", "--heads", "2", "--batch-size", "8", "--eval-samples", "8"]
+from pebench.store.load import load
 
 
-def run_suite(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB"}
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", *args]
-    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-
-
-def collected_ids(*args: str, tmp_path: Path) -> list[str]:
-    proc = run_suite("--collect-only", "--db", f"sqlite:///{tmp_path / 'c.db'}", *args, tmp_path=tmp_path)
+def collected_ids(run_suite, tmp_path, *args: str) -> list[str]:
+    proc = run_suite("--collect-only", "--db", f"sqlite:///{tmp_path / 'c.db'}", *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "::test_case[" in line]
 
 
-def test_ids_and_tiers(tmp_path):
+def test_ids_and_tiers(run_suite, tiny, tmp_path):
     from pebench import encodings, tasks
 
-    quick = collected_ids(tmp_path=tmp_path)
+    quick = collected_ids(run_suite, tmp_path)
     expected = [
         f"{e}-{t}-L{n}" for e in encodings.available() for t in tasks.available() for n in tasks.build(t).eval_lengths()
     ]
     assert quick == expected
     assert "alibi-k_back-L256" in quick
-    full = collected_ids("--tier", "full", tmp_path=tmp_path)
+    full = collected_ids(run_suite, tmp_path, "--tier", "full")
     assert set(quick) < set(full)
-    assert collected_ids("-m", "full", tmp_path=tmp_path) == full
-    assert collected_ids("-k", "alibi and k_back", tmp_path=tmp_path) == [
+    assert collected_ids(run_suite, tmp_path, "-m", "full") == full
+    assert collected_ids(run_suite, tmp_path, "-k", "alibi and k_back") == [
         "alibi-k_back-L64",
         "alibi-k_back-L128",
         "alibi-k_back-L256",
     ]
-    seeds = collected_ids("--seeds", "2", "--encoding", "rope", "-k", "k_back and L64", tmp_path=tmp_path)
+    seeds = collected_ids(run_suite, tmp_path, "--seeds", "2", "--encoding", "rope", "-k", "k_back and L64")
     assert seeds == ["rope-k_back-L64-s0", "rope-k_back-L64-s1"]
 
 
-def test_cases_write_results_and_reuse_the_model(tmp_path):
+def test_cases_write_results_and_reuse_the_model(run_suite, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     args = ["--encoding", "rope", "-k", "k_back", "--steps", "3", "--db", url, "--cache-dir", str(tmp_path / "ckpt"),
-            *TINY]
-    proc = run_suite(*args, tmp_path=tmp_path)
+            *tiny]
+    proc = run_suite(*args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout
     df = load(url)
@@ -71,7 +58,7 @@ def test_cases_write_results_and_reuse_the_model(tmp_path):
     assert con.execute("select count(*) from curve_points").fetchone()[0] >= 3
 
     # a second session: a new run, the first untouched, the model loaded from its checkpoint
-    proc = run_suite(*args, tmp_path=tmp_path)
+    proc = run_suite(*args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     df2 = load(url)
     assert df2["run_id"].nunique() == 2 and len(df2) == 6
@@ -81,13 +68,12 @@ def test_cases_write_results_and_reuse_the_model(tmp_path):
     assert first.reset_index(drop=True)[["case_id", "score"]].equals(df[["case_id", "score"]])
 
 
-def test_no_row_lost_with_two_xdist_workers(tmp_path):
+def test_no_row_lost_with_two_xdist_workers(run_suite, tiny, tmp_path):
     pytest.importorskip("xdist")
     url = f"sqlite:///{tmp_path / 'x.db'}"
     names = ["k_back", "long_range_match", "modular_sum", "shift_invariant"]
     proc = run_suite(
-        "-n", "2", "-k", "L64", "--task", ",".join(names), "--steps", "2", "--db", url, "--no-cache", *TINY,
-        tmp_path=tmp_path,
+        "-n", "2", "-k", "L64", "--task", ",".join(names), "--steps", "2", "--db", url, "--no-cache", *tiny,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     from pebench import encodings
@@ -99,11 +85,10 @@ def test_no_row_lost_with_two_xdist_workers(tmp_path):
     assert df["run_id"].nunique() == 1
 
 
-def test_divergence_is_recorded_and_the_suite_goes_on(tmp_path):
+def test_divergence_is_recorded_and_the_suite_goes_on(run_suite, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'd.db'}"
     proc = run_suite(
-        "-k", "sinusoidal and k_back and L64", "--lr", "1e30", "--steps", "20", "--db", url, "--no-cache", *TINY,
-        tmp_path=tmp_path,
+        "-k", "sinusoidal and k_back and L64", "--lr", "1e30", "--steps", "20", "--db", url, "--no-cache", *tiny,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 xfailed" in proc.stdout
@@ -126,18 +111,18 @@ def test_divergence_is_recorded_and_the_suite_goes_on(tmp_path):
         (["--task-options", "lm:corpus=/no/such/dir"], "corpus '/no/such/dir' is not a directory with train.txt"),
     ],
 )
-def test_bad_input_is_one_line_before_training(tmp_path, args, message):
-    proc = run_suite("-k", "k_back and L64", *args, tmp_path=tmp_path)
+def test_bad_input_is_one_line_before_training(run_suite, tiny, tmp_path, args, message):
+    proc = run_suite("-k", "k_back and L64", *args)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     err = proc.stderr.strip().splitlines()
     assert any(message in line for line in err), proc.stderr
     assert "Traceback" not in proc.stderr and "passed" not in proc.stdout
 
 
-def test_not_a_database_file(tmp_path):
+def test_not_a_database_file(run_suite, tiny, tmp_path):
     bogus = tmp_path / "bogus.db"
     bogus.write_text("hello " * 500)
-    proc = run_suite("-k", "k_back and L64", "--db", f"sqlite:///{bogus}", tmp_path=tmp_path)
+    proc = run_suite("-k", "k_back and L64", "--db", f"sqlite:///{bogus}")
     assert proc.returncode == 4
     assert "not a usable database" in proc.stderr
     assert bogus.read_text().startswith("hello")

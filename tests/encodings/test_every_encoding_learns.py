@@ -16,7 +16,8 @@ import math
 import pytest
 
 from pebench import encodings
-from pebench.runner import Case, Runner, Settings
+from pebench.runner import Case, Runner
+from pebench.settings import Settings
 
 SLOW_STARTERS = {"sinusoidal", "sininit", "binary_norm", "decimal_norm"}
 COMMON = dict(eval_samples=64, device="cpu", progress=False)
@@ -33,12 +34,12 @@ def runners() -> dict[int, Runner]:
 def test_encoding_trains_on_k_back_and_beats_chance(name, runners):
     settings = DEFAULT_MODEL if name in SLOW_STARTERS else SMALL
     record = runners[id(settings)].run(Case(name, "k_back", 64))
-    assert record["status"] == "ok", record["message"]
-    assert record["train_steps"] == settings.steps
-    assert all(math.isfinite(p["loss"]) for p in record["curve"])
-    assert math.isfinite(record["loss"]) and math.isfinite(record["final_train_loss"])
-    assert record["config"]["encoding"]["name"] == name
-    assert record["token_accuracy"] > 2 * record["chance_level"], (name, record["token_accuracy"])
+    assert record.status == "ok", record.message
+    assert record.train_steps == settings.steps
+    assert all(math.isfinite(p["loss"]) for p in record.curve)
+    assert math.isfinite(record.loss) and math.isfinite(record.final_train_loss)
+    assert record.config["encoding"]["name"] == name
+    assert record.token_accuracy > 2 * record.chance_level, (name, record.token_accuracy)
 
 
 def test_slow_starters_are_registered():

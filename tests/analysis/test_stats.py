@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pebench.stats import estimate, iqm
+from pebench.analysis.stats import estimate, iqm
 
 
 def test_iqm_trims_a_quarter_each_side():

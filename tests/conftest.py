@@ -1,0 +1,53 @@
+"""Shared test helpers: the one way to run the benchmark suite in a test (:func:`run_suite`) and the tiny model
+settings that keep such runs to seconds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ("--d-model", "16", "--layers", "1", "--heads", "2", "--batch-size", "8", "--eval-samples", "8")
+"""A one-layer, 16-wide model and 8 samples per batch and evaluation: seconds per case."""
+
+
+@dataclass
+class SuiteRun:
+    """The outcome of one ``pytest suite`` run."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@pytest.fixture
+def tiny() -> tuple[str, ...]:
+    return TINY
+
+
+@pytest.fixture
+def run_suite(tmp_path: Path, pytester: pytest.Pytester):
+    """``run_suite(*args, inprocess=False)`` runs ``pytest suite -q -p no:cacheprovider *args`` from ``tmp_path``:
+    in a subprocess without ``$PEBENCH_DB`` (the default: isolated, needed for xdist and for stderr on its own), or
+    with ``inprocess=True`` through pytester in this interpreter (saves the start-up of a new one per run)."""
+
+    def run(*args: str, inprocess: bool = False) -> SuiteRun:
+        base = [str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", *args]
+        if inprocess:
+            res = pytester.runpytest_inprocess(*base)
+            return SuiteRun(int(res.ret), res.stdout.str(), res.stderr.str())
+        env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB"}
+        proc = subprocess.run([sys.executable, "-m", "pytest", *base], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)  # fmt: skip
+        return SuiteRun(proc.returncode, proc.stdout, proc.stderr)
+
+    return run
