@@ -10,7 +10,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pebench.errors import PebenchError
-from pebench.report import charts, views
+from pebench.report import charts, header, views
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id
 from pebench.store.schema import Base
@@ -80,7 +80,7 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
             "title": "pebench leaderboard",
             "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "db_url": _safe_url(db_url),
-            "header": views.header_info(sel, run_rows, mode),
+            "header": header.header_info(sel, run_rows, mode),
             "empty": sel.empty,
             "n_runs_in_db": len(runs),
         }
@@ -97,7 +97,7 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
             view.plot_svg = Markup(charts.length_plot(view, assembled.markers))
             charts.attention_maps(view, groups[by_key[view.key]])
         order = [e.encoding for e in assembled.entries]
-        failures, n_failures = views.failures(sel)
+        failures, n_failures = header.failures(sel)
         curves = charts.curves(engine, sel, keys)
         context.update(
             tasks=assembled.tasks,
@@ -109,7 +109,7 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
             previous_runs=sorted(int(r) for r in prev["run_id"].unique()) if not prev.empty else [],
             failures=failures,
             n_failures=n_failures,
-            max_failures=views.MAX_FAILURES_SHOWN,
+            max_failures=header.MAX_FAILURES_SHOWN,
             superseded=int(len(df) - len(sel)) if choice == "all" else 0,
             any_partial=any(e.partial for e in assembled.entries),
         )

@@ -1,4 +1,5 @@
-"""``pebench list encodings``: every encoding the issues ask for, one line each with a description and its paper."""
+"""The ``pebench`` command: ``list encodings`` (every encoding, one line each with a description and its paper) and
+the flags it shares with the suite."""
 
 from __future__ import annotations
 
@@ -41,3 +42,21 @@ def test_list_encodings_as_a_module():
     out = proc.stdout
     assert "yarn" in out and "Peng et al. 2023, arXiv:2309.00071" in out
     assert "randomized_rope" in out and "Ruoss et al. 2023" in out
+
+
+def test_flags_shared_by_the_suite_and_the_cli_are_declared_once():
+    from pebench.cli import build_parser
+    from pebench.metrics import Tolerances
+    from pebench.settings import FLAGS, Settings
+
+    compare = build_parser().parse_args(["compare", "1", "2"])
+    assert (compare.tolerance, compare.ppl_tolerance) == (Tolerances().accuracy, Tolerances().perplexity)
+    assert compare.db is None  # resolved by pebench.store.database.resolve_url, as in the suite
+    bench = build_parser().parse_args(["bench"])
+    assert (bench.d_model, bench.n_layers, bench.n_heads, bench.batch_size) == (
+        Settings.d_model, Settings.n_layers, Settings.n_heads, Settings.batch_size)
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suite"), "--help", "-p", "no:cacheprovider"]
+    suite_help = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120).stdout
+    for dest in ("db", "d_model", "tolerance", "ppl_tolerance", "lr"):
+        assert FLAGS[dest].flag in suite_help, dest
+    assert "default 0.02" in suite_help and f"default {Settings.lr:g}" in suite_help

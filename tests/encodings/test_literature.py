@@ -1,5 +1,6 @@
-"""Reference tests of the encodings added by issue 3, each from its paper's formula with the expected numbers
-written out (derivations in the comments), never from the implementation's own output."""
+"""Reference tests of the encodings beyond the core five (from the studies and the literature), each from its
+paper's formula with the expected numbers written out (derivations in the comments), never from the implementation's
+own output."""
 
 from __future__ import annotations
 

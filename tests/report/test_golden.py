@@ -56,3 +56,20 @@ def test_compare_on_the_fixed_database(fixed_url, capsys, base, current):
     assert status == status_json
     _check(f"compare-{base}-{current}.txt", f"exit {status}\n{text}")
     _check(f"compare-{base}-{current}.json", json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def test_split_grids_show_the_tasks_own_metric(fixed_url):
+    """passkey is scored by exact match: its depth x length grid shows mean sequence accuracy per split (in %), not
+    token accuracy, coloured against the exact-match chance level."""
+    from pebench.report import build_context
+    from pebench.store.load import load
+
+    view = next(t for t in build_context(fixed_url, "3")["tasks"] if t.name == "passkey")
+    assert view.unit == "exact match %" and view.splits == ["uniform", "depth0.00", "depth0.50", "depth1.00"]
+    df = load(fixed_url, 3)
+    rows = df[(df.encoding == "rope") & (df.task == "passkey") & (df.eval_length == 128) & (df.status == "ok")]
+    expected = 100 * sum(m["splits"]["depth0.50"]["sequence_accuracy"] for m in rows.metrics) / len(rows)
+    token = 100 * sum(m["splits"]["depth0.50"]["token_accuracy"] for m in rows.metrics) / len(rows)
+    grid = next(g for g in view.split_grids if g["encoding"] == "rope")
+    cell = grid["rows"][2]["cells"][view.lengths.index(128)]
+    assert cell["text"] == f"{expected:.1f}" != f"{token:.1f}"

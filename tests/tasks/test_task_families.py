@@ -1,4 +1,4 @@
-"""The task families of issue 4 (algorithmic, Chomsky hierarchy, template, retrieval, lm): every generator against a
+"""The task families (algorithmic, Chomsky hierarchy, template, retrieval, lm): every generator against a
 brute-force reference (labels, scored region == answer region), balance, held-out sets, declarations, bad input."""
 
 from __future__ import annotations
