@@ -1,5 +1,5 @@
 """The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``,
-``pebench report``, ``pebench compare``."""
+``pebench report``, ``pebench compare``, ``pebench merge``."""
 
 from __future__ import annotations
 
@@ -105,6 +105,16 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if cmp.regressed else 0
 
 
+def _merge(args: argparse.Namespace) -> int:
+    from pebench.store.merge import merge
+
+    info = merge(args.parts, args.output)
+    shards = ", ".join(str(p["shard"] or "-") for p in info.parts)
+    print(f"merged {len(info.parts)} part(s) (shards {shards}) into run {info.run_id} of {info.output}: "
+          f"{info.n_results} results")  # fmt: skip
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pebench.settings import MODEL_FLAGS, TOLERANCE_FLAGS, add_flags
 
@@ -157,6 +167,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(p.add_argument, ["db", *TOLERANCE_FLAGS, "speed_tolerance"])
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_compare)
+
+    p = sub.add_parser(
+        "merge",
+        help="join the runs of sharded parts into one run",
+        description="Copy the newest run of each PART (a SQLite file or database URL; PART::RUN picks a run) into "
+        "one new run of OUT (a new file, or an existing pebench database to append to), keeping each part's "
+        "provenance. Parts of different configurations, overlapping parts and parts already merged are refused.",
+    )
+    p.add_argument("parts", nargs="+", metavar="PART", help="results database of one part, or DB::RUN")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="database to write the merged run to")
+    p.set_defaults(func=_merge)
     return parser
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from filelock import FileLock
 
 from pebench import encodings, tasks
 from pebench.device import pick_device
@@ -126,6 +127,8 @@ class Runner:
         # returns a finished record to use instead, or None (see pebench.store.reuse.ReuseLookup)
         self.reuse = reuse
         self._models: dict[str, TrainedModel] = {}
+        self.failed_models: dict[str, str] = {}
+        """Model key -> why its training failed elsewhere (e.g. on Ray): its cases are recorded as errors."""
         self._tasks: dict[str, Task] = {}
 
     # -- building ----------------------------------------------------------------------------------------------
@@ -161,6 +164,11 @@ class Runner:
             "eval": {"samples": self.settings.eval_samples},
         }
 
+    @staticmethod
+    def model_key(case: Case, config: dict[str, Any]) -> str:
+        """The identity of the trained model of ``case``: its configuration (without evaluation) and seed."""
+        return config_hash({k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed})
+
     def checkpoint_path(self, case: Case, key: str) -> Path | None:
         if self.settings.cache_dir is None:
             return None
@@ -169,9 +177,11 @@ class Runner:
     def model_for(self, case: Case, config: dict[str, Any], timer: Timer | None = None) -> TrainedModel:
         """The trained model of (encoding, task, seed, config): from memory, from a checkpoint, or trained now
         (through ``timer`` when given)."""
-        key = config_hash({k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed})
+        key = self.model_key(case, config)
         if key in self._models:
             return replace(self._models[key], reused=True)
+        if key in self.failed_models:
+            raise RuntimeError(self.failed_models[key])
         task = self.task(case.task)
         torch.manual_seed(case.seed)
         encoding = encodings.build(
@@ -179,37 +189,45 @@ class Runner:
         )
         model = Transformer(self.settings.model_config(task), encoding)
         path = self.checkpoint_path(case, key)
-        trained: TrainedModel | None = None
-        if path is not None and path.exists():
-            try:
-                state = torch.load(path, map_location="cpu", weights_only=True)
-                model.load_state_dict(state["model"])
-                trained = TrainedModel(model.to(self.device).eval(), TrainInfo(**state["info"]), reused=True)
-            except Exception:  # a corrupt or incompatible checkpoint is retrained, not trusted
-                trained = None
-        if trained is None:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        # one process trains a model; another that needs it meanwhile waits here and loads the checkpoint
+        with FileLock(f"{path}.lock") if path is not None else contextlib.nullcontext():
+            trained = self._load_checkpoint(path, model)
+            if trained is None:
 
-            def do_train() -> TrainInfo:
-                return train(
-                    model,
-                    task,
-                    self.settings.train_config(task),
-                    seed=case.seed,
-                    device=self.device,
-                    progress=self.settings.progress,
-                    progress_context=self.progress_context,
-                    description=f"{case.encoding}-{case.task}-s{case.seed}",
-                )
+                def do_train() -> TrainInfo:
+                    return train(
+                        model,
+                        task,
+                        self.settings.train_config(task),
+                        seed=case.seed,
+                        device=self.device,
+                        progress=self.settings.progress,
+                        progress_context=self.progress_context,
+                        description=f"{case.encoding}-{case.task}-s{case.seed}",
+                    )
 
-            info = do_train() if timer is None else timer(do_train)
-            trained = TrainedModel(model, info, reused=False)
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".tmp{os.getpid()}")
-                torch.save({"model": model.state_dict(), "info": info.to_dict(), "config": config}, tmp)
-                os.replace(tmp, path)
+                info = do_train() if timer is None else timer(do_train)
+                trained = TrainedModel(model, info, reused=False)
+                if path is not None:
+                    tmp = path.with_suffix(f".tmp{os.getpid()}")
+                    torch.save({"model": model.state_dict(), "info": info.to_dict(), "config": config}, tmp)
+                    os.replace(tmp, path)
         self._models[key] = trained
         return trained
+
+    def _load_checkpoint(self, path: Path | None, model: Transformer) -> TrainedModel | None:
+        """The model trained earlier and saved at ``path``, or None (no file; a corrupt or incompatible checkpoint
+        is retrained, not trusted)."""
+        if path is None or not path.exists():
+            return None
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            model.load_state_dict(state["model"])
+            return TrainedModel(model.to(self.device).eval(), TrainInfo(**state["info"]), reused=True)
+        except Exception:
+            return None
 
     # -- running -----------------------------------------------------------------------------------------------
     def run(self, case: Case, timer: Timer | None = None) -> ResultRecord:

@@ -108,6 +108,13 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
          {"action": "append", "default": [], "metavar": "NAME:KEY=VALUE,..."}),
     Flag("--cache-dir", "cache_dir", "checkpoint directory (default <root>/.pebench_cache)"),
     Flag("--no-cache", "no_cache", "neither load nor save model checkpoints", {"action": "store_true"}),
+    Flag("--shard", "shard", "run only part I of N of the selected cases, split by model and balanced by expected "
+         "cost (e.g. 2/3; merge the parts with pebench merge)", {"metavar": "I/N"}),
+    Flag("--executor", "executor", "where models are trained: local (this process, default) or ray (Ray tasks on a "
+         "local instance or the cluster at --ray-address; pip install 'pebench[ray]')",
+         {"default": "local", "choices": ("local", "ray")}),
+    Flag("--ray-address", "ray_address", "Ray cluster to train on with --executor ray (e.g. auto or "
+         "ray://head:10001; default: a local instance for the session)", {"metavar": "ADDRESS"}),
     Flag("--report", "report", "render the run's HTML leaderboard to PATH at the end", {"metavar": "PATH"}),
     Flag("--reuse", "reuse", "copy a case's result from an earlier run with the same config hash and code version "
          "instead of training (marked reused_from in the database)", {"action": "store_true"}),

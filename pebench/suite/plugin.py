@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from pebench.registry import parse_names
 from pebench.runner import Case, Runner
 from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
 from pebench.store.database import open_db, resolve_run_id, resolve_url
+from pebench.suite.sharding import Shard, parse_shard
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, ResultWriter, RunSummary
 
 WORKER_BASELINE_KEY = "pebench_baseline_run"
@@ -50,12 +51,15 @@ __all__ = [
     "pebench_settings",
     "pytest_addoption",
     "pytest_collection_modifyitems",
+    "pytest_collection_finish",
     "pytest_configure",
     "pytest_generate_tests",
+    "pytest_xdist_make_scheduler",
 ]
 
 SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
-               "device", "encoding", "task", "encoding_options", "task_options", "cache_dir", "no_cache", "report")
+               "device", "encoding", "task", "encoding_options", "task_options", "cache_dir", "no_cache", "report",
+               "shard", "executor", "ray_address")
 REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
 
 
@@ -71,6 +75,9 @@ class SuiteState:
     db_url: str
     tolerances: Tolerances
     baseline: Baseline | None = None
+    shard: Shard | None = None
+    shard_models: list[tuple[str, str]] = field(default_factory=list)
+    executor_summary: str = ""
 
 
 STATE = pytest.StashKey[SuiteState]()
@@ -124,6 +131,16 @@ def _settings(config: pytest.Config) -> Settings:
     return settings
 
 
+def _share_cores(config: pytest.Config) -> None:
+    """In an xdist worker, use this worker's share of the cores for torch's threads (unless ``OMP_NUM_THREADS`` says
+    otherwise): N workers each running as many threads as there are cores oversubscribe the CPU, and every step
+    slows down several times over."""
+    if not _is_worker(config) or os.environ.get("OMP_NUM_THREADS"):
+        return
+    workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
+    torch.set_num_threads(max(1, torch.get_num_threads() // workers))
+
+
 def _check_report_path(config: pytest.Config) -> None:
     report = config.getoption("report")
     if report is not None:
@@ -160,6 +177,7 @@ def _baseline(config: pytest.Config, state: SuiteState) -> Baseline | None:
 def pytest_configure(config: pytest.Config) -> None:
     """Validate every option before collection; the controller opens the database (before any training)."""
     try:
+        _share_cores(config)
         if config.getoption("deterministic"):
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
             torch.use_deterministic_algorithms(True)
@@ -171,12 +189,16 @@ def pytest_configure(config: pytest.Config) -> None:
             runner=Runner(settings),
             db_url=resolve_url(config.getoption("db"), Path(config.rootpath)),
             tolerances=tolerances(config.getoption("tolerance"), config.getoption("ppl_tolerance")),
+            shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
         )
         # options are validated by building each selected encoding and task once
         for task_name in state.tasks:
             task = state.runner.task(task_name)
             for enc_name in state.encodings:
                 state.runner.describe(Case(enc_name, task_name, task.train_length))
+        parallel = getattr(config.option, "numprocesses", None) or _is_worker(config)
+        if config.getoption("executor") == "ray" and parallel:
+            raise PebenchError("--executor ray trains on Ray workers; do not combine it with -n (pytest-xdist)")
         if not _is_worker(config):
             _check_report_path(config)
             writer = ResultWriter(config, state.settings, open_db(state.db_url), state.db_url)
@@ -209,24 +231,81 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                     marks = [pytest.mark.full]
                     if length in quick:
                         marks.append(pytest.mark.quick)
-                    # all lengths of one model on one xdist worker with --dist loadgroup
-                    marks.append(pytest.mark.xdist_group(f"{enc_name}-{task_name}-s{seed}"))
                     case_id = case.id if seeds == 1 else f"{case.id}-s{seed}"
                     params.append(pytest.param(case, id=case_id, marks=marks))
     metafunc.parametrize("pebench_case", params)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Quick tier (the default): drop full-tier-only lengths unless ``-m`` selects by marker."""
-    if config.getoption("tier") == "full" or config.option.markexpr:
-        return
+    """Quick tier (the default): drop full-tier-only lengths unless ``-m`` selects by marker. Then, with
+    ``--shard I/N``, keep this shard's models of what is selected (after ``-k``/``-m``, hence ``trylast``)."""
     keep, drop = [], []
+    quick_only = config.getoption("tier") != "full" and not config.option.markexpr
     for item in items:
         is_case = item.get_closest_marker("full") is not None
-        (drop if is_case and item.get_closest_marker("quick") is None else keep).append(item)
+        (drop if quick_only and is_case and item.get_closest_marker("quick") is None else keep).append(item)
+    state = config.stash.get(STATE, None)
+    if state is not None and state.shard is not None:
+        keep, other = _shard_items(state, keep)
+        drop += other
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _case_of(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("pebench_case") if callspec is not None else None
+
+
+def _shard_items(state: SuiteState, items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item]]:
+    """(this shard's items, the others) of ``items``, split by model (see :mod:`pebench.suite.sharding`)."""
+    from pebench.suite.sharding import assign, model_costs
+
+    s, runner = state.settings, state.runner
+
+    def cost(task_name: str, length: int, seed: int) -> tuple[float, float]:
+        task = runner.task(task_name)
+        train = 3.0 * s.train_config(task).steps * s.batch_size * task.tokens(task.train_range[1])
+        return train, float(s.eval_samples * task.tokens(length) * len(task.eval_splits))
+
+    cases = [c for c in map(_case_of, items) if c is not None]
+    shards = assign(model_costs(((c.encoding, c.task, c.length, c.seed) for c in cases), cost), state.shard.count)
+    mine, other = [], []
+    for item in items:
+        case = _case_of(item)
+        keep = case is None or shards[(case.encoding, case.task)] == state.shard.index
+        (mine if keep else other).append(item)
+    state.shard_models = sorted({m for m, i in shards.items() if i == state.shard.index})
+    return mine, other
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """``--executor ray``: train the selected cases' models on Ray before any case runs (see
+    :mod:`pebench.suite.ray_executor`)."""
+    config = session.config
+    if config.getoption("executor") != "ray" or config.getoption("collectonly"):
+        return
+    from pebench.suite.ray_executor import train_models
+
+    state = config.stash[STATE]
+    cases = [c for c in map(_case_of, session.items) if c is not None]
+    try:
+        state.executor_summary = train_models(state.runner, cases, config.getoption("ray_address")).summary()
+    except PebenchError as err:
+        raise pytest.UsageError(str(err)) from None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (``load`` or ``loadgroup``): all cases of one model on one worker (see
+    :mod:`pebench.suite.scheduling`)."""
+    from pebench.suite.scheduling import DISTRIBUTIONS, ModelScheduling
+
+    if config.getoption("dist", "no") not in DISTRIBUTIONS:
+        return None
+    return ModelScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

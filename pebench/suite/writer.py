@@ -26,7 +26,7 @@ REGRESSION_PROPERTY = "pebench_regression"
 
 RUN_OPTIONS = ("tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples", "device",
                "encoding", "task", "encoding_options", "task_options", "no_cache", "reuse", "baseline", "tolerance",
-               "ppl_tolerance", "deterministic")  # fmt: skip
+               "ppl_tolerance", "deterministic", "shard", "executor")  # fmt: skip
 """Options stored with each run (as ``runs.options``)."""
 
 
@@ -105,6 +105,14 @@ class ResultWriter:
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {self.url}")
         if self.report_line:
             terminalreporter.write_line(self.report_line)
+        from pebench.suite.plugin import STATE
+
+        state = config.stash.get(STATE, None)
+        if state is not None and state.executor_summary:
+            terminalreporter.write_line(state.executor_summary)
+        if state is not None and state.shard is not None:
+            terminalreporter.write_line(f"pebench --shard {state.shard}: this run holds one part of the selected "
+                                        "cases; join the parts with pebench merge")  # fmt: skip
 
 
 class RunSummary:

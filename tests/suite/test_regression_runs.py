@@ -126,45 +126,63 @@ def test_bad_baseline_is_a_usage_error_before_training(run_suite, tiny, tmp_path
 
 def test_nightly_workflow_is_valid():
     wf = yaml.safe_load(WORKFLOW.read_text())
+    text = WORKFLOW.read_text()
     triggers = wf[True]  # YAML 1.1 reads the key `on` as True
     cron = triggers["schedule"][0]["cron"].split()
     assert len(cron) == 5 and all(re.fullmatch(r"[\d*/,-]+", f) for f in cron)
     assert triggers["workflow_dispatch"]["inputs"]["bless"]["type"] == "boolean"
     assert wf["permissions"]["actions"] == "read"  # downloading another run's artifact
-    (job,) = wf["jobs"].values()
-    assert job["runs-on"].startswith("ubuntu")
-    steps = job["steps"]
-    for step in steps:
-        assert set(step) <= {"name", "id", "if", "uses", "with", "run", "shell", "env", "continue-on-error"}, step
-        assert ("uses" in step) != ("run" in step), step
-    by_id = {s["id"]: s for s in steps if "id" in s}
-    text = WORKFLOW.read_text()
-    for ref in re.findall(r"steps\.([\w-]+)\.", text):
-        assert ref in by_id, f"reference to unknown step {ref}"
+    shard, merge = wf["jobs"]["shard"], wf["jobs"]["merge"]
+    n = int(wf["env"]["SHARDS"])
+    assert shard["strategy"]["matrix"]["shard"] == list(range(1, n + 1)) and shard["strategy"]["fail-fast"] is False
+    assert merge["needs"] == "shard" and merge["if"] == "always()"
+    for job in (shard, merge):
+        assert job["runs-on"].startswith("ubuntu") and job["timeout-minutes"] <= 360  # GitHub's job limit
+        steps = job["steps"]
+        for step in steps:
+            assert set(step) <= {"name", "id", "if", "uses", "with", "run", "shell", "env", "continue-on-error"}, step
+            assert ("uses" in step) != ("run" in step), step
+        by_id = {s["id"]: s for s in steps if "id" in s}
+        job_text = yaml.safe_dump(job)
+        for ref in re.findall(r"steps\.([\w-]+)\.", job_text):
+            assert ref in by_id, f"reference to unknown step {ref}"
+        install = next(s["run"] for s in steps if "pip install" in s.get("run", ""))
+        assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in install
+        restore = next(s for s in steps if "action-download-artifact" in s.get("uses", ""))
+        assert restore["with"]["name"] == "pebench-results" and restore["with"]["workflow_conclusion"] == "success"
     for ref in re.findall(r"inputs\.([\w-]+)", text):
         assert ref in triggers["workflow_dispatch"]["inputs"], ref
-    order = [s.get("id") or s.get("uses", "").split("@")[0] or s["name"] for s in steps]
 
-    install = next(s["run"] for s in steps if "pip install" in s.get("run", ""))
-    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in install and '-e ".[dev]"' in install
-    download = next(s for s in steps if "download-artifact" in s.get("uses", ""))
-    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
-    assert download["with"]["name"] == upload["with"]["name"] == "pebench-results"
-    assert download["with"]["workflow_conclusion"] == "success" and download["with"]["workflow"] == "nightly.yml"
-    assert "nightly/results.db" in upload["with"]["path"] and "leaderboard.html" in upload["with"]["path"]
-    assert upload["if"] == "always()"
-    assert "--baseline previous" in by_id["baseline"]["run"]
-    suite = by_id["suite"]["run"]
+    # each shard: its part of the suite, with --reuse and the baseline, uploaded under its own name
+    steps = {s.get("id"): s for s in shard["steps"]}
+    assert "--baseline previous" in steps["baseline"]["run"]
+    suite = steps["suite"]["run"]
     assert suite.startswith("python -m pytest suite") and "--reuse" in suite and "steps.baseline.outputs.args" in suite
-    assert by_id["suite"]["continue-on-error"] is True
-    report = next(s for s in steps if "pebench report" in s.get("run", ""))
+    assert "--shard ${{ matrix.shard }}/${{ env.SHARDS }}" in suite and steps["suite"]["continue-on-error"] is True
+    upload = next(s for s in shard["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "pebench-shard-${{ matrix.shard }}" and upload["if"] == "always()"
+    # the merge job: every shard's database into one run, then compare, report, upload, and fail when anything did
+    msteps = merge["steps"]
+    names = [s.get("id") or s.get("uses", "").split("@")[0] or s["name"] for s in msteps]
+    download = next(s for s in msteps if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["pattern"] == "pebench-shard-*"
+    by_id = {s["id"]: s for s in msteps if "id" in s}
+    assert "pebench merge shards/pebench-shard-*/results.db -o nightly/results.db" in by_id["merge"]["run"]
+    assert names.index("actions/download-artifact") < names.index("merge") < names.index("compare")
+    final = next(s for s in msteps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert final["with"]["name"] == "pebench-results" and final["if"] == "always()"
+    assert "nightly/results.db" in final["with"]["path"] and "leaderboard.html" in final["with"]["path"]
+    report = next(s for s in msteps if "pebench report" in s.get("run", ""))
     assert report["if"] == "always()" and "-o nightly/leaderboard.html" in report["run"]
-    fail = steps[-1]
-    assert "steps.suite.outcome == 'failure'" in fail["if"] and "exit 1" in fail["run"]
-    assert order.index("dawidd6/action-download-artifact") < order.index("suite") < order.index("compare")
-    # the compare command lines parse with the real CLI
-    for line in by_id["compare"]["run"].splitlines():
-        if line.startswith("pebench compare"):
+    fail = msteps[-1]
+    assert fail["if"] == "always()" and "needs.shard.result" in fail["run"] and "exit 1" in fail["run"]
+    # the command lines parse with the real CLI
+    for line in by_id["compare"]["run"].splitlines() + by_id["merge"]["run"].splitlines():
+        line = line.strip()
+        if line.startswith("pebench "):
             argv = shlex.split(line.split("|")[0].split(">")[0])[1:]
             ns = build_parser().parse_args(argv)
-            assert (ns.base, ns.current) == ("previous", "latest")
+            if argv[0] == "compare":
+                assert (ns.base, ns.current) == ("previous", "latest")
+            else:
+                assert ns.output == "nightly/results.db"

@@ -1,0 +1,207 @@
+"""``pebench merge PART... -o OUT``: join the runs of sharded parts into one run.
+
+Each part is a database (a SQLite path or a URL), optionally followed by ``::RUN`` to pick a run (default: its newest
+run), so parts written to one shared database are ``URL::4 URL::5 URL::6``. The parts' results and learning curves
+are copied into one new run of ``OUT`` (a new file, or an existing pebench database such as the nightly history, to
+which the merged run is appended). ``pebench report``, ``pebench compare`` and ``--baseline`` then treat it like an
+unsharded run.
+
+The merged run keeps each part's provenance in ``runs.options["merged_from"]`` (database, run id, host, device,
+commit, times, shard, command). Its status is ``finished`` only when every part finished; its device and host list
+the parts' distinct values.
+
+Refused with a one-line error, writing nothing:
+
+* parts of different configurations: run options (other than ``--shard``, ``-n`` and the baseline run), pebench or
+  torch version, or git commit differ;
+* a case (encoding, task, train length, evaluation length, seed, config hash) present in two parts -- overlapping
+  shards, or a part given twice;
+* a part already merged into ``OUT`` (merging twice), and a part that is itself a merged run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from pebench.errors import PebenchError
+from pebench.store.database import open_db, resolve_run_id, session_scope
+from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result, Run
+
+IGNORED_OPTIONS = ("shard", "numprocesses", "baseline", "baseline_run", "merged_from")
+"""Run options that may differ between the parts of one run."""
+SAME_PROVENANCE = ("package_version", "torch_version", "git_commit", "git_dirty", "tier")
+CASE_KEY = ("encoding", "task", "train_length", "eval_length", "seed", "config_hash")
+
+
+class MergeError(PebenchError):
+    """Parts that cannot be merged into one run."""
+
+
+@dataclass
+class Part:
+    spec: str
+    url: str
+    run: dict[str, Any]
+    results: list[dict[str, Any]]
+    curves: dict[int, list[dict[str, Any]]]
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        r = self.run
+        return {"db": self.spec, "run_id": r["id"], "host": r["host"], "device": r["device"],
+                "git_commit": r["git_commit"], "started_at": str(r["started_at"]), "finished_at": str(r["finished_at"]),
+                "status": r["status"], "shard": (r["options"] or {}).get("shard"), "command": r["command"]}  # fmt: skip
+
+
+@dataclass
+class MergeInfo:
+    output: str
+    run_id: int
+    n_results: int
+    parts: list[dict[str, Any]]
+
+
+def _url(spec: str) -> str:
+    return spec if "://" in spec else f"sqlite:///{Path(spec).expanduser().resolve()}"
+
+
+def read_part(spec: str) -> Part:
+    """The run a part names (``DB`` or ``DB::RUN``) with its results and curves."""
+    db, sep, run = spec.rpartition("::") if "::" in spec else (spec, "", "latest")
+    url = _url(db)
+    engine = open_db(url, create=False)
+    try:
+        run_id = resolve_run_id(engine, run)
+        with Session(engine) as s:
+            row = s.get(Run, run_id)
+            run_row = {c.name: getattr(row, c.name) for c in Run.__table__.columns}
+            query = select(Result).where(Result.run_id == run_id).order_by(Result.id)
+            results = [{c.name: getattr(r, c.name) for c in Result.__table__.columns} for r in s.scalars(query)]
+            curves: dict[int, list[dict[str, Any]]] = {}
+            ids = [r["id"] for r in results]
+            for i in range(0, len(ids), 500):
+                q = select(CurvePoint).where(CurvePoint.result_id.in_(ids[i : i + 500])).order_by(CurvePoint.id)
+                for p in s.scalars(q):
+                    curves.setdefault(p.result_id, []).append({"step": p.step, "loss": p.loss, "accuracy": p.accuracy})
+    finally:
+        engine.dispose()
+    if not results:
+        raise MergeError(f"part {spec}: run {run_id} has no results")
+    return Part(spec, url, run_row, results, curves)
+
+
+def _options(part: Part) -> dict[str, Any]:
+    return {k: v for k, v in (part.run["options"] or {}).items() if k not in IGNORED_OPTIONS}
+
+
+def check_parts(parts: Sequence[Part]) -> None:
+    """Raise :class:`MergeError` unless ``parts`` are disjoint parts of one configuration."""
+    if not parts:
+        raise MergeError("nothing to merge: give at least one part")
+    first = parts[0]
+    for part in parts:
+        if (part.run["options"] or {}).get("merged_from"):
+            raise MergeError(f"part {part.spec} is already a merged run; merge the original parts instead")
+        for name in SAME_PROVENANCE:
+            if part.run[name] != first.run[name]:
+                raise MergeError(f"parts {first.spec} and {part.spec} differ in {name}: {first.run[name]!r} vs "
+                                 f"{part.run[name]!r}; merge only parts of one configuration")  # fmt: skip
+        a, b = _options(first), _options(part)
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                raise MergeError(f"parts {first.spec} and {part.spec} differ in option {key}: {a.get(key)!r} vs "
+                                 f"{b.get(key)!r}; merge only parts of one configuration")  # fmt: skip
+    seen: dict[tuple[Any, ...], str] = {}
+    for part in parts:
+        for r in part.results:
+            key = tuple(r[k] for k in CASE_KEY)
+            if key in seen:
+                raise MergeError(f"case {r['case_id']} (seed {r['seed']}) is in both {seen[key]} and {part.spec}: "
+                                 "overlapping shards, or a part given twice")  # fmt: skip
+            seen[key] = part.spec
+
+
+def _already_merged(engine: Any, parts: Sequence[Part]) -> None:
+    with Session(engine) as s:
+        for run_id, options in s.execute(select(Run.id, Run.options)):
+            for earlier in (options or {}).get("merged_from") or []:
+                for part in parts:
+                    fp = part.fingerprint
+                    same = all(earlier.get(k) == fp[k] for k in ("run_id", "host", "started_at", "command"))
+                    if same:
+                        raise MergeError(
+                            f"part {part.spec} (run {fp['run_id']} of {fp['host']}, started {fp['started_at']}) is "
+                            f"already merged into run {run_id} of the output"
+                        )
+
+
+def _existing_origins(session: Session, copies: list[dict[str, Any]]) -> dict[int, int]:
+    """Of the ids that ``copies`` were reused from, those the output holds for the same case (id -> id)."""
+    wanted = {r["reused_from"]: tuple(r[k] for k in CASE_KEY) for r in copies}
+    found: dict[int, int] = {}
+    ids = sorted(wanted)
+    for i in range(0, len(ids), 500):
+        cols = [Result.id, *(getattr(Result, k) for k in CASE_KEY)]
+        for rid, *key in session.execute(select(*cols).where(Result.id.in_(ids[i : i + 500]))):
+            if tuple(key) == wanted[rid]:
+                found[rid] = rid
+    return found
+
+
+def merge(specs: Sequence[str], output: str) -> MergeInfo:
+    """Merge the parts ``specs`` into one new run of ``output`` (see the module docstring)."""
+    parts = [read_part(spec) for spec in specs]
+    check_parts(parts)
+    out_url = _url(output)
+    engine = open_db(out_url)
+    try:
+        _already_merged(engine, parts)
+        runs = [p.run for p in parts]
+        statuses = {r["status"] for r in runs}
+        info = {k: runs[0][k] for k in SAME_PROVENANCE}
+        info.update(
+            started_at=min(r["started_at"] for r in runs),
+            finished_at=max((r["finished_at"] for r in runs if r["finished_at"] is not None), default=None),
+            status="finished" if statuses == {"finished"} else sorted(statuses - {"finished"})[0],
+            device=", ".join(dict.fromkeys(r["device"] for r in runs))[:128],
+            host=", ".join(dict.fromkeys(r["host"] for r in runs))[:255],
+            python_version=", ".join(dict.fromkeys(r["python_version"] for r in runs))[:32],
+            platform=", ".join(dict.fromkeys(r["platform"] or "" for r in runs))[:255],
+            options={**_options(parts[0]), "shard": None, "merged_from": [p.fingerprint for p in parts]},
+            command="pebench merge " + " ".join(specs) + f" -o {output}",
+            schema_version=runs[0]["schema_version"],
+        )
+        with session_scope(engine) as s:
+            run = Run(**info)
+            s.add(run)
+            s.flush()
+            run_id = run.id
+            next_id = (s.scalar(select(Result.id).order_by(Result.id.desc()).limit(1)) or 0) + 1
+            rows, points, new_id = [], [], {}
+            for part in parts:
+                for r in part.results:
+                    new_id[(part.spec, r["id"])] = next_id
+                    next_id += 1
+            origins = _existing_origins(s, [r for p in parts for r in p.results if r["reused_from"]])
+            for part in parts:
+                for r in part.results:
+                    rid = new_id[(part.spec, r["id"])]
+                    row = {k: r[k] for k in RESULT_FIELDS}
+                    # a result copied by --reuse points at the computed one: follow it if that one came along, keep
+                    # it if the output holds it (a part that started as a copy of the output), else drop the link
+                    if r["reused_from"]:
+                        row["reused_from"] = new_id.get((part.spec, r["reused_from"]), origins.get(r["reused_from"]))
+                    rows.append({"id": rid, "run_id": run_id, "created_at": r["created_at"], **row})
+                    points += [{"result_id": rid, **p} for p in part.curves.get(r["id"], [])]
+            s.execute(insert(Result), rows)
+            if points:
+                s.execute(insert(CurvePoint), points)
+    finally:
+        engine.dispose()
+    return MergeInfo(out_url, run_id, len(rows), [p.fingerprint for p in parts])

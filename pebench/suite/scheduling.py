@@ -1,0 +1,41 @@
+"""Scheduling the suite on pytest-xdist workers by model, so each model is trained by one worker.
+
+A case id is ``{encoding}-{task}-L{length}`` (``-s{seed}`` with several seeds); every length of one (encoding, task,
+seed) shares one trained model. :class:`ModelScheduling` is xdist's scope scheduler with the model as the scope: all
+cases of a model go to the same worker, which trains it once and evaluates every length from memory. The suite
+installs it for ``-n N`` with the ``load`` (default) or ``loadgroup`` distribution (``pytest_xdist_make_scheduler``),
+so grouping does not depend on xdist's ``xdist_group`` marks, which pytest 9.2 no longer honours (xdist tags a group
+by rewriting ``item._nodeid``, while pytest 9.2 builds ``nodeid`` from ``item._id``).
+
+Independently of the scheduler, a model with a checkpoint directory is trained under a file lock beside its
+checkpoint (:meth:`pebench.runner.Runner.model_for`), so a second process that needs the same model waits and loads it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from xdist.scheduler import LoadScopeScheduling
+
+_CASE = re.compile(r"\[(?P<model>[^\[\]]+)-L\d+(?P<seed>-s\d+)?\]$")
+
+DISTRIBUTIONS = ("load", "loadgroup")
+"""xdist distributions the suite replaces by model scheduling."""
+
+
+def model_of(nodeid: str) -> str:
+    """The model a suite case belongs to (``rope-k_back`` or ``rope-k_back-s1``); other nodeids are their own."""
+    base = nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
+    m = _CASE.search(base)
+    return f"{m['model']}{m['seed'] or ''}" if m else nodeid
+
+
+class ModelScheduling(LoadScopeScheduling):
+    """xdist's scope scheduling with one scope per model (see the module docstring)."""
+
+    def __init__(self, config: Any, log: Any = None) -> None:
+        super().__init__(config, log)
+
+    def _split_scope(self, nodeid: str) -> str:
+        return model_of(nodeid)
