@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+# imported here, before any in-process suite run: pytester unloads the modules a run imported when it ends, and torch
+# (with its lazily imported _dynamo) cannot be imported a second time into one interpreter
+import torch  # noqa: F401
+import torch._dynamo  # noqa: F401
+
+import pebench.suite.plugin  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ("--d-model", "16", "--layers", "1", "--heads", "2", "--batch-size", "8", "--eval-samples", "8")
 """A one-layer, 16-wide model and 8 samples per batch and evaluation: seconds per case."""

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch._dynamo  # noqa: F401  -- torch imports it lazily; pytester's in-process runs would import it twice
 import yaml
 
 from pebench import store as db

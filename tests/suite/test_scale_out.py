@@ -66,11 +66,11 @@ def test_shard_assignment_is_balanced_and_deterministic():
 def test_shards_merge_into_one_run_like_an_unsharded_one(run_suite, tiny, tmp_path, capsys):
     common = [*MODELS, "--steps", "3", "--no-cache", *tiny]
     whole = f"sqlite:///{tmp_path / 'whole.db'}"
-    assert run_suite(*common, "--db", whole).returncode == 0
+    assert run_suite(*common, "--db", whole, inprocess=True).returncode == 0
     parts, models = [], []
     for i in (1, 2, 3):
         part = tmp_path / f"part{i}.db"
-        res = run_suite(*common, "--db", f"sqlite:///{part}", "--shard", f"{i}/3")
+        res = run_suite(*common, "--db", f"sqlite:///{part}", "--shard", f"{i}/3", inprocess=True)
         assert res.returncode == 0, res.output
         df = load(f"sqlite:///{part}")
         assert len(df) > 0 and df.groupby(["encoding", "task"]).size().eq(3).all()  # whole models only
@@ -91,7 +91,7 @@ def test_shards_merge_into_one_run_like_an_unsharded_one(run_suite, tiny, tmp_pa
     assert cli_main(["report", "--db", whole, "-o", str(tmp_path / "lb.html")]) == 0
     assert "#2 (finished)" in (tmp_path / "lb.html").read_text()
     # the merged run is a baseline like any other
-    res = run_suite(*common, "--db", whole, "--baseline", "previous", "-k", "L64")
+    res = run_suite(*common, "--db", whole, "--baseline", "previous", "-k", "L64", inprocess=True)
     assert res.returncode == 0 and "pebench --baseline run 2: regressed: none" in res.stdout, res.output
 
     # refused, writing nothing: merging twice, overlapping parts, parts of another configuration
@@ -101,7 +101,7 @@ def test_shards_merge_into_one_run_like_an_unsharded_one(run_suite, tiny, tmp_pa
     assert "overlapping shards, or a part given twice" in capsys.readouterr().err
     other = tmp_path / "other.db"
     assert run_suite(*MODELS, "--steps", "4", "--no-cache", *tiny, "--db", f"sqlite:///{other}",
-                     "--shard", "3/3").returncode == 0  # fmt: skip
+                     "--shard", "3/3", inprocess=True).returncode == 0  # fmt: skip
     assert cli_main(["merge", parts[0], str(other), "-o", str(tmp_path / "mixed.db")]) == 2
     assert "differ in option steps: 3 vs 4" in capsys.readouterr().err
     assert cli_main(["merge", f"{parts[0]}::7", "-o", str(tmp_path / "x.db")]) == 2

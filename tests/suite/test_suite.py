@@ -8,7 +8,7 @@ from pebench.store.load import load
 
 
 def collected_ids(run_suite, tmp_path, *args: str) -> list[str]:
-    proc = run_suite("--collect-only", "--db", f"sqlite:///{tmp_path / 'c.db'}", *args)
+    proc = run_suite("--collect-only", "--db", f"sqlite:///{tmp_path / 'c.db'}", *args, inprocess=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "::test_case[" in line]
 
