@@ -8,8 +8,9 @@ seed, same data stream; on the CPU with the controller's thread count, so the nu
 checkpoint as bytes through Ray's object store, so the workers need no shared filesystem. The controller writes each
 checkpoint into the cache; the cases then load it, evaluate and write the database as in a local run.
 
-Resources: ``num_gpus`` = 1 / ``--ray-models-per-gpu`` (fractional, so several small models share a GPU) when the
-cluster has GPUs, else ``num_cpus`` = 1 per task. Ray retries a task whose worker died (``max_retries``); a model
+Resources: a quarter of a GPU per task (``num_gpus`` = 0.25, so four small models share a GPU) when the cluster has
+GPUs, else as many CPUs as the controller's torch threads (the task runs that many threads: the same numbers as a
+local run, and no oversubscribed node). Ray retries a task whose worker died (``max_retries``); a model
 whose training raised is not retried: its cases are recorded as failed (status ``error`` with the message), and the
 session goes on.
 
@@ -103,12 +104,15 @@ def train_models(runner: Runner, cases: Iterable[Case], address: str | None, mod
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
     try:
         gpus = ray.cluster_resources().get("GPU", 0)
-        resources = {"num_gpus": 1.0 / models_per_gpu} if gpus else {"num_cpus": 1}
+        threads = torch.get_num_threads()
+        # a CPU task runs the controller's number of torch threads (the same sums, so the same numbers as a local
+        # run) and reserves as many CPUs, so tasks never oversubscribe a node
+        resources = {"num_gpus": 1.0 / models_per_gpu} if gpus else {"num_cpus": threads}
         task = ray.remote(max_retries=MAX_RETRIES, **resources)(train_to_bytes)
         settings = replace(runner.settings, cache_dir=None, progress=False)
         if gpus:
             settings = replace(settings, device="cuda")
-        refs = {task.remote(settings, case, config, torch.get_num_threads()): key
+        refs = {task.remote(settings, case, config, threads): key
                 for key, (case, config, _) in todo.items()}  # fmt: skip
         pending = list(refs)
         while pending:
