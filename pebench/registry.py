@@ -3,10 +3,10 @@ names."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from pebench.errors import UnknownNameError
+from pebench.errors import PebenchError, UnknownNameError
 
 T = TypeVar("T")
 
@@ -66,10 +66,15 @@ class Registry(Generic[T]):
         return True
 
 
-def parse_names(raw: str, get: Callable[[str], object]) -> list[str]:
+def parse_names(raw: str, get: Callable[[str], object], kind: str = "name", valid: Iterable[str] = ()) -> list[str]:
     """The names in a comma-separated list (blanks dropped), each checked with ``get``, which raises
-    :class:`UnknownNameError` listing the valid names for an unknown one."""
+    :class:`UnknownNameError` listing the valid names for an unknown one. A list that names nothing, or names one
+    twice (which would run every case twice), is an error too."""
     names = [n.strip() for n in raw.split(",") if n.strip()]
-    for name in names:
+    if not names:
+        raise PebenchError(f"{raw!r} names no {kind}; valid {kind}s: {', '.join(sorted(valid)) or 'none'}")
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise PebenchError(f"{kind} {name!r} is listed twice in {raw!r}; give each {kind} once")
         get(name)
     return names

@@ -91,16 +91,12 @@ def resolve_names(spec: str, kind: str) -> list[str]:
     error that lists the valid ones."""
     from pebench import encodings as enc_registry
     from pebench import tasks as task_registry
-    from pebench.errors import UnknownNameError
     from pebench.registry import parse_names
 
     registry = task_registry if kind == "task" else enc_registry
     if spec.strip() == "all":
         return registry.available()
-    names = parse_names(spec, registry.get)
-    if not names:
-        raise UnknownNameError(kind, spec, registry.available())
-    return names
+    return parse_names(spec, registry.get, kind, registry.available())
 
 
 def main(tasks_spec: str, encodings_spec: str | None, suite_args: Sequence[str]) -> int:

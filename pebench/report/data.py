@@ -12,7 +12,7 @@ from markupsafe import Markup
 from pebench.errors import PebenchError
 from pebench.report import charts, header, views
 from pebench.store import load as store_load
-from pebench.store.database import open_db, resolve_run_id
+from pebench.store.database import open_db, resolve_run_id, safe_url
 from pebench.store.schema import Base
 
 RUN_CHOICES = "a run id, latest, previous or all"
@@ -79,7 +79,7 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
         context: dict[str, Any] = {
             "title": "pebench leaderboard",
             "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "db_url": _safe_url(db_url),
+            "db_url": safe_url(db_url),
             "header": header.header_info(sel, run_rows, mode),
             "empty": sel.empty,
             "n_runs_in_db": len(runs),
@@ -116,13 +116,3 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
         return context
     finally:
         engine.dispose()
-
-
-def _safe_url(url: str) -> str:
-    """The database URL without a password."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url

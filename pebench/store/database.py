@@ -8,6 +8,8 @@ process writes (workers hand results over in the test report), see :mod:`pebench
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,39 +58,83 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def safe_url(url: str) -> str:
+    """``url`` with its password hidden (``postgresql://user:***@host/db``), for everything shown or stored."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return mask_secrets(url)
+
+
+def mask_secrets(text: str) -> str:
+    """Every ``scheme://user:password@`` in ``text`` with the password replaced by ``***`` (command lines)."""
+    return _CREDENTIALS.sub(r"\1:***@", text)
+
+
+_CREDENTIALS = re.compile(r"(\b[\w+.-]+://[^:/@\s]+):[^@\s]+@")
+CREATE_TRIES = 5
+
+
+def _create_tables(engine: Engine) -> None:
+    """``create_all``, safe when several processes open a new database at once: a process that loses the race sees
+    "already exists" and tries again, finding the tables there."""
+    for attempt in range(CREATE_TRIES):
+        try:
+            Base.metadata.create_all(engine)
+            return
+        except sa_exc.SQLAlchemyError as err:
+            text = str(getattr(err, "orig", err)).lower()
+            if attempt + 1 == CREATE_TRIES or not ("already exists" in text or "duplicate" in text):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def _quick_check(engine: Engine) -> None:
+    """SQLite's own integrity check of the file's pages (``PRAGMA quick_check``): a corrupt file is refused."""
+    with engine.connect() as conn:
+        rows = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check").fetchall()]
+    if rows != ["ok"]:
+        raise sa_exc.DatabaseError("PRAGMA quick_check", None, Exception(f"corrupt file: {'; '.join(rows[:3])}"))
+
+
 def open_db(url: str, create: bool = True) -> Engine:
     """Open (and by default create) the results database at ``url``; bad URLs raise :class:`DatabaseError`.
 
     The check connects and reads the schema, so an unreachable path or a file that is not a database fails here,
-    before any training starts.
+    before any training starts; a SQLite file must also pass ``PRAGMA quick_check`` (corrupt pages are refused, never
+    written to). Messages show the URL without its password.
     """
+    shown = safe_url(url)
     try:
         parsed = make_url(url)
     except sa_exc.ArgumentError:
-        raise DatabaseError(f"--db {url!r} is not a database URL; expected e.g. sqlite:///results.db") from None
+        raise DatabaseError(f"--db {shown!r} is not a database URL; expected e.g. sqlite:///results.db") from None
     is_sqlite = parsed.get_backend_name() == "sqlite"
-    if is_sqlite and parsed.database not in (None, "", ":memory:"):
+    is_file = is_sqlite and parsed.database not in (None, "", ":memory:")
+    if is_file:
         parent = Path(parsed.database).expanduser().resolve().parent
         if not parent.is_dir():
-            raise DatabaseError(f"--db {url!r}: directory {parent} does not exist")
+            raise DatabaseError(f"--db {shown!r}: directory {parent} does not exist")
         if not create and not Path(parsed.database).expanduser().exists():
-            raise DatabaseError(f"--db {url!r}: no such database file")
+            raise DatabaseError(f"--db {shown!r}: no such database file")
     try:
         engine = create_engine(parsed)
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as err:
-        raise DatabaseError(f"--db {url!r} cannot be opened: {err}") from None
+        raise DatabaseError(f"--db {shown!r} cannot be opened: {mask_secrets(str(err))}") from None
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     try:
+        if is_file and Path(parsed.database).expanduser().exists():
+            _quick_check(engine)
         if create:
-            Base.metadata.create_all(engine)
+            _create_tables(engine)
         else:
             with engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1")
     except sa_exc.SQLAlchemyError as err:
         engine.dispose()
-        reason = str(getattr(err, "orig", err)).splitlines()[0]
-        raise DatabaseError(f"--db {url!r} is not a usable database: {reason}") from None
+        reason = mask_secrets(str(getattr(err, "orig", err)).splitlines()[0])
+        raise DatabaseError(f"--db {shown!r} is not a usable database: {reason}") from None
     return engine
 
 

@@ -30,7 +30,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from pebench.errors import PebenchError
-from pebench.store.database import open_db, resolve_run_id, session_scope
+from pebench.store.database import mask_secrets, open_db, resolve_run_id, session_scope
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result, Run
 
 IGNORED_OPTIONS = ("shard", "numprocesses", "baseline", "baseline_run", "merged_from")
@@ -54,7 +54,7 @@ class Part:
     @property
     def fingerprint(self) -> dict[str, Any]:
         r = self.run
-        return {"db": self.spec, "run_id": r["id"], "host": r["host"], "device": r["device"],
+        return {"db": mask_secrets(self.spec), "run_id": r["id"], "host": r["host"], "device": r["device"],
                 "git_commit": r["git_commit"], "started_at": str(r["started_at"]), "finished_at": str(r["finished_at"]),
                 "status": r["status"], "shard": (r["options"] or {}).get("shard"), "command": r["command"]}  # fmt: skip
 
@@ -174,7 +174,7 @@ def merge(specs: Sequence[str], output: str) -> MergeInfo:
             python_version=", ".join(dict.fromkeys(r["python_version"] for r in runs))[:32],
             platform=", ".join(dict.fromkeys(r["platform"] or "" for r in runs))[:255],
             options={**_options(parts[0]), "shard": None, "merged_from": [p.fingerprint for p in parts]},
-            command="pebench merge " + " ".join(specs) + f" -o {output}",
+            command=mask_secrets("pebench merge " + " ".join(specs) + f" -o {output}"),
             schema_version=runs[0]["schema_version"],
         )
         with session_scope(engine) as s:

@@ -98,7 +98,8 @@ def _names(config: pytest.Config, option: str, registry: Any) -> list[str]:
     raw = config.getoption(option)
     if not raw:
         return registry.available()
-    return parse_names(raw, registry.get)  # an unknown name raises UnknownNameError listing the valid names
+    # an unknown name raises UnknownNameError listing the valid names; an empty or repeated list is an error
+    return parse_names(raw, registry.get, option, registry.available())
 
 
 def _named_options(config: pytest.Config, option: str, registry: Any) -> dict[str, dict[str, str]]:
@@ -139,6 +140,27 @@ def _share_cores(config: pytest.Config) -> None:
         return
     workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
     torch.set_num_threads(max(1, torch.get_num_threads() // workers))
+
+
+def collected_lengths(config: pytest.Config, task: Any) -> list[int]:
+    """The lengths the suite collects for ``task``: the quick tier's, or every length with ``--tier full`` or any
+    ``-m`` (the Chomsky tasks have hundreds of full-tier lengths each: a quick run never generates them)."""
+    every_length = config.getoption("tier") == "full" or bool(config.option.markexpr)
+    return task.eval_lengths("full") if every_length else task.eval_lengths("quick")
+
+
+def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
+    """The case's configuration; an encoding that cannot be built with these settings is a one-line error."""
+    try:
+        return state.runner.describe(case)
+    except PebenchError:
+        raise
+    except (ValueError, TypeError, AssertionError, RuntimeError) as err:
+        s = state.settings
+        raise PebenchError(
+            f"encoding {case.encoding} cannot be built with --d-model {s.d_model} --heads {s.n_heads} (head dim "
+            f"{s.d_model // s.n_heads}): {err}"
+        ) from None
 
 
 def _check_report_path(config: pytest.Config) -> None:
@@ -191,11 +213,14 @@ def pytest_configure(config: pytest.Config) -> None:
             tolerances=tolerances(config.getoption("tolerance"), config.getoption("ppl_tolerance")),
             shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
         )
-        # options are validated by building each selected encoding and task once
+        # options are validated by building each selected encoding and task once, and every length to be collected
+        # is checked against the task's options (e.g. k_back:k=1000 makes length 64 impossible)
         for task_name in state.tasks:
             task = state.runner.task(task_name)
+            for length in collected_lengths(config, task):
+                task.check_length(length)
             for enc_name in state.encodings:
-                state.runner.describe(Case(enc_name, task_name, task.train_length))
+                _describe(state, Case(enc_name, task_name, task.train_length))
         parallel = getattr(config.option, "numprocesses", None) or _is_worker(config)
         if config.getoption("executor") == "ray" and parallel:
             raise PebenchError("--executor ray trains on Ray workers; do not combine it with -n (pytest-xdist)")
@@ -216,16 +241,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     state = metafunc.config.stash[STATE]
     seeds = metafunc.config.getoption("seeds")
-    # the quick tier without -m never runs full-only lengths: don't generate them (the Chomsky tasks alone have
-    # hundreds of full-tier lengths each, which would make every quick run collect and deselect thousands of cases)
-    every_length = metafunc.config.getoption("tier") == "full" or bool(metafunc.config.option.markexpr)
     params = []
     for enc_name in state.encodings:
         for task_name in state.tasks:
             task = state.runner.task(task_name)
             quick = set(task.eval_lengths("quick"))
-            lengths = task.eval_lengths("full") if every_length else task.eval_lengths("quick")
-            for length in lengths:
+            for length in collected_lengths(metafunc.config, task):
                 for seed in range(seeds):
                     case = Case(enc_name, task_name, length, seed)
                     marks = [pytest.mark.full]

@@ -16,7 +16,7 @@ from pebench.device import pick_device
 from pebench.errors import PebenchError
 from pebench.provenance import run_info
 from pebench.settings import Settings
-from pebench.store.database import add_result, finish_run, start_run
+from pebench.store.database import add_result, finish_run, mask_secrets, safe_url, start_run
 from pebench.store.record import ResultRecord
 
 RESULT_PROPERTY = "pebench_result"
@@ -73,7 +73,7 @@ class ResultWriter:
 
             baseline = self.config.stash[STATE].baseline
             info = run_info(pick_device(self.settings.device), run_options(self.config, baseline),
-                            self.config.getoption("tier"), " ".join(sys.argv))  # fmt: skip
+                            self.config.getoption("tier"), mask_secrets(" ".join(sys.argv)))  # fmt: skip
             self.run_id = start_run(self.engine, info)
         add_result(self.engine, self.run_id, record)
         self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
@@ -102,7 +102,7 @@ class ResultWriter:
             return
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
         terminalreporter.write_sep("-", "pebench")
-        terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {self.url}")
+        terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {safe_url(self.url)}")
         if self.report_line:
             terminalreporter.write_line(self.report_line)
         from pebench.suite.plugin import STATE
