@@ -10,7 +10,7 @@ import pytest
 from pebench.analysis.scoring import training_length_scores
 from pebench.bench.tasks import format_task_table, resolve_names
 from pebench.cli import main
-from pebench.errors import UnknownNameError
+from pebench.errors import PebenchError, UnknownNameError
 
 
 def _row(enc: str, eval_length: int, score: float | None, status: str = "ok") -> dict:
@@ -43,8 +43,10 @@ def test_resolve_names_checks_every_name():
     assert "parity" in resolve_names("all", "task")
     with pytest.raises(UnknownNameError, match="valid tasks: add_nocarry"):
         resolve_names("copy,nonesuch", "task")
-    with pytest.raises(UnknownNameError):
+    with pytest.raises(PebenchError, match="' , ' names no encoding; valid encodings: alibi, "):
         resolve_names(" , ", "encoding")
+    with pytest.raises(PebenchError, match="task 'copy' is listed twice"):
+        resolve_names("copy,sort,copy", "task")
 
 
 def test_bench_tasks_runs_the_suite_and_prints_a_row_per_task(capsys):
