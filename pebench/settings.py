@@ -115,6 +115,8 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
          {"default": "local", "choices": ("local", "ray")}),
     Flag("--ray-address", "ray_address", "Ray cluster to train on with --executor ray (e.g. auto or "
          "ray://head:10001; default: a local instance for the session)", {"metavar": "ADDRESS"}),
+    Flag("--timing-table", "timing_table", "also print pytest-benchmark's table of training times (one round per "
+         "trained model)", {"action": "store_true"}),
     Flag("--report", "report", "render the run's HTML leaderboard to PATH at the end", {"metavar": "PATH"}),
     Flag("--reuse", "reuse", "copy a case's result from an earlier run with the same config hash and code version "
          "instead of training (marked reused_from in the database)", {"action": "store_true"}),

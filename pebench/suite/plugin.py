@@ -39,7 +39,7 @@ from pebench.runner import Case, Runner
 from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
 from pebench.store.database import open_db, resolve_run_id, resolve_url
 from pebench.suite.sharding import Shard, parse_shard
-from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, ResultWriter, RunSummary
+from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, ResultWriter, RunSummary, report_teststatus
 
 WORKER_BASELINE_KEY = "pebench_baseline_run"
 
@@ -54,12 +54,14 @@ __all__ = [
     "pytest_collection_finish",
     "pytest_configure",
     "pytest_generate_tests",
+    "pytest_report_teststatus",
+    "pytest_sessionstart",
     "pytest_xdist_make_scheduler",
 ]
 
 SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
                "device", "encoding", "task", "encoding_options", "task_options", "cache_dir", "no_cache", "report",
-               "shard", "executor", "ray_address")
+               "shard", "executor", "ray_address", "timing_table")
 REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
 
 
@@ -316,6 +318,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.executor_summary = train_models(state.runner, cases, config.getoption("ray_address")).summary()
     except PebenchError as err:
         raise pytest.UsageError(str(err)) from None
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """Under ``-v`` each case's line carries its score."""
+    return report_teststatus(report)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """pytest-benchmark's table of single training rounds is shown only with ``--timing-table`` (its other options,
+    e.g. ``--benchmark-json``, work either way)."""
+    bench = getattr(session.config, "_benchmarksession", None)
+    if bench is not None and not session.config.getoption("timing_table"):
+        bench.display = lambda terminalreporter: None
 
 
 @pytest.hookimpl(optionalhook=True)

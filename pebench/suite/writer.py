@@ -18,6 +18,7 @@ from pebench.provenance import run_info
 from pebench.settings import Settings
 from pebench.store.database import add_result, finish_run, mask_secrets, safe_url, start_run
 from pebench.store.record import ResultRecord
+from pebench.suite.summary import case_score, score_tables
 
 RESULT_PROPERTY = "pebench_result"
 """``record_property`` name of a case's :class:`ResultRecord` (JSON)."""
@@ -55,6 +56,7 @@ class ResultWriter:
         self.url = url
         self.run_id: int | None = None
         self.statuses: dict[str, int] = {}
+        self.records: list[ResultRecord] = []
         self.report_line = ""
 
     @property
@@ -77,6 +79,8 @@ class ResultWriter:
             self.run_id = start_run(self.engine, info)
         add_result(self.engine, self.run_id, record)
         self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
+        record.metrics, record.curve = {}, []  # the summary needs the scores only
+        self.records.append(record)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.run_id is not None:
@@ -101,10 +105,16 @@ class ResultWriter:
         if not self.written:
             return
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
-        terminalreporter.write_sep("-", "pebench")
+        terminalreporter.write_sep("-", f"pebench: scores of run {self.run_id}")
+        for line in score_tables(self.records):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line("(ID lengths | OOD lengths; * best of its column, unmarked when tied)")
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {safe_url(self.url)}")
         if self.report_line:
             terminalreporter.write_line(self.report_line)
+        else:
+            db = f" --db '{safe_url(self.url)}'" if "://" in self.url else ""
+            terminalreporter.write_line(f"leaderboard: pebench report{db} --run {self.run_id} -o leaderboard.html")
         from pebench.suite.plugin import STATE
 
         state = config.stash.get(STATE, None)
@@ -113,6 +123,15 @@ class ResultWriter:
         if state is not None and state.shard is not None:
             terminalreporter.write_line(f"pebench --shard {state.shard}: this run holds one part of the selected "
                                         "cases; join the parts with pebench merge")  # fmt: skip
+
+
+def report_teststatus(report: pytest.TestReport) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    """``PASSED (accuracy 97.3%)`` under ``-v`` for a passed case (None for anything else)."""
+    if report.when != "call" or not report.passed:
+        return None
+    for value in properties(report, RESULT_PROPERTY):
+        return "passed", ".", (f"PASSED ({case_score(ResultRecord.from_json(value))})", {"green": True})
+    return None
 
 
 class RunSummary:

@@ -1,0 +1,66 @@
+"""The suite's closing summary in the terminal: per task, encodings x evaluated lengths in the task's own metric,
+in-distribution lengths (up to the training length) left of ``|`` and longer ones right of it, the chance level, and
+the best score of each column marked ``*`` only when no other encoding ties it at the displayed precision.
+
+Several seeds are averaged (the mean over the seeds' ``ok`` results); a case without a score shows its status.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from pebench import metrics
+from pebench.analysis import scoring
+from pebench.store.record import ResultRecord
+
+
+def case_score(record: ResultRecord) -> str:
+    """``accuracy 97.3%`` / ``perplexity 3.41``: a case's score for its line under ``-v``."""
+    m = metrics.of_result(record.metric, record.higher_is_better)
+    value = m.display(record.score)
+    return f"{m.label} {value:.{m.digits}f}{'%' if m.percent else ''}" if value is not None else record.status
+
+
+def score_tables(records: Iterable[ResultRecord]) -> list[str]:
+    """The lines of one table per (task, training length) of ``records``."""
+    by_task: dict[tuple[str, int], list[ResultRecord]] = defaultdict(list)
+    for r in records:
+        by_task[(r.task, r.train_length)].append(r)
+    lines: list[str] = []
+    for (task, train_length), recs in sorted(by_task.items()):
+        m = metrics.of_result(recs[0].metric, recs[0].higher_is_better)
+        chance = recs[0].chance_level
+        lengths = sorted({r.eval_length for r in recs})
+        ids, oods = scoring.split_lengths(lengths, train_length)
+        encodings = sorted({r.encoding for r in recs})
+        cells: dict[tuple[str, int], float | None] = {}
+        notes: dict[tuple[str, int], str] = {}
+        for enc in encodings:
+            for L in lengths:
+                mine = [r for r in recs if r.encoding == enc and r.eval_length == L]
+                cells[(enc, L)] = m.display(scoring.mean(r.score for r in mine if r.status == "ok"))
+                notes[(enc, L)] = ",".join(sorted({r.status for r in mine if r.status != "ok"})) or "-"
+        best = {}
+        for L in lengths:
+            flags = scoring.best_of([cells[(e, L)] for e in encodings], m.digits,
+                                    max if m.higher_is_better else min)  # fmt: skip
+            best[L] = encodings[flags.index(True)] if sum(flags) == 1 else None  # a tie marks nothing
+        chance_text = "" if chance is None else f", chance {m.display(chance):.3g}{'%' if m.percent else ''}"
+        direction = "higher" if m.higher_is_better else "lower"
+        lines.append(f"{task} (train length {train_length}): {m.unit}, {direction} is better{chance_text}")
+
+        text = {
+            (e, L): (notes[(e, L)] if cells[(e, L)] is None else f"{cells[(e, L)]:.{m.digits}f}")
+            + ("*" if best[L] == e else "")
+            for e in encodings
+            for L in lengths
+        }
+        width = max(len(e) for e in [*encodings, "encoding"])
+        col = max(7, *(len(t) for t in text.values()))
+        rows = [("encoding", {L: str(L) for L in lengths})]
+        rows += [(e, {L: text[(e, L)] for L in lengths}) for e in encodings]
+        for name, values in rows:
+            line = f"  {name:<{width}}  " + " ".join(f"{values[L]:>{col}}" for L in ids) + " |"
+            lines.append((line + "".join(f" {values[L]:>{col}}" for L in oods)).rstrip())
+    return lines
