@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -75,18 +75,23 @@ _CREDENTIALS = re.compile(r"(\b[\w+.-]+://[^:/@\s]+):[^@\s]+@")
 CREATE_TRIES = 5
 
 
-def _create_tables(engine: Engine) -> None:
-    """``create_all``, safe when several processes open a new database at once: a process that loses the race sees
-    "already exists" and tries again, finding the tables there."""
+TRANSIENT = ("already exists", "duplicate", "database is locked")
+"""What a process that opens a new database at the same moment as another may meet; it then tries again."""
+
+
+def _with_retries(action: Callable[[], None]) -> None:
+    """Run ``action`` (open, check, create the tables), again after a short wait when another process opening the
+    same new database at the same moment got in the way: it created the tables first, or held the file's lock while
+    switching it to WAL mode."""
     for attempt in range(CREATE_TRIES):
         try:
-            Base.metadata.create_all(engine)
+            action()
             return
         except sa_exc.SQLAlchemyError as err:
             text = str(getattr(err, "orig", err)).lower()
-            if attempt + 1 == CREATE_TRIES or not ("already exists" in text or "duplicate" in text):
+            if attempt + 1 == CREATE_TRIES or not any(t in text for t in TRANSIENT):
                 raise
-            time.sleep(0.05 * (attempt + 1))
+            time.sleep(0.1 * (attempt + 1))
 
 
 def _quick_check(engine: Engine) -> None:
@@ -123,14 +128,17 @@ def open_db(url: str, create: bool = True) -> Engine:
         raise DatabaseError(f"--db {shown!r} cannot be opened: {mask_secrets(str(err))}") from None
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
-    try:
+    def prepare() -> None:
         if is_file and Path(parsed.database).expanduser().exists():
             _quick_check(engine)
         if create:
-            _create_tables(engine)
+            Base.metadata.create_all(engine)
         else:
             with engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1")
+
+    try:
+        _with_retries(prepare)
     except sa_exc.SQLAlchemyError as err:
         engine.dispose()
         reason = mask_secrets(str(getattr(err, "orig", err)).splitlines()[0])

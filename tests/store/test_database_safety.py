@@ -36,7 +36,7 @@ def test_a_sqlite_file_with_corrupt_pages_is_refused_and_not_written(tmp_path):
 
 def test_concurrent_first_opens_of_a_new_database_all_succeed(tmp_path):
     code = "import sys; from pebench.store.database import open_db; open_db(sys.argv[1]).dispose()"
-    for i in range(12):
+    for i in range(8):
         url = f"sqlite:///{tmp_path / f'new{i}.db'}"
         procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE, text=True, cwd=ROOT)
                  for _ in range(2)]  # fmt: skip

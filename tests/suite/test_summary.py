@@ -43,5 +43,5 @@ def test_summary_of_a_small_run(run_suite, tiny, tmp_path):
     assert "k_back (train length 64): accuracy %, higher is better, chance 2%" in res.stdout
     assert f"leaderboard: pebench report --db '{url}' --run 1 -o leaderboard.html" in res.stdout
     assert "benchmark 'training'" not in res.stdout  # pytest-benchmark's table of single rounds is not shown...
-    res = run_suite(*args, "--timing-table")
+    res = run_suite(*args, "--timing-table", inprocess=True)
     assert "benchmark 'training'" in res.stdout  # ...unless asked for
