@@ -34,7 +34,7 @@ def test_two_workers_train_each_model_once_and_change_no_result(run_suite, tiny,
     pytest.importorskip("xdist")
     common = [*MODELS, "--steps", "3", *tiny]
     one = f"sqlite:///{tmp_path / 'one.db'}"
-    assert run_suite(*common, "--db", one, "--cache-dir", str(tmp_path / "c1")).returncode == 0
+    assert run_suite(*common, "--db", one, "--cache-dir", str(tmp_path / "c1"), inprocess=True).returncode == 0
     # -n 2: the model scheduler keeps each model's lengths on one worker (no cache to share)
     two = f"sqlite:///{tmp_path / 'two.db'}"
     res = run_suite("-n", "2", *common, "--db", two, "--no-cache")
@@ -119,7 +119,7 @@ def test_ray_executor_matches_the_local_run(run_suite, tiny, tmp_path):
     pytest.importorskip("ray")
     common = ["--task", "k_back", "--encoding", "rope,alibi", "--steps", "3", *tiny]
     local = f"sqlite:///{tmp_path / 'local.db'}"
-    assert run_suite(*common, "--db", local, "--no-cache").returncode == 0
+    assert run_suite(*common, "--db", local, "--no-cache", inprocess=True).returncode == 0
     on_ray = f"sqlite:///{tmp_path / 'ray.db'}"
     res = run_suite(*common, "--db", on_ray, "--cache-dir", str(tmp_path / "cache"), "--executor", "ray")
     assert res.returncode == 0, res.output

@@ -36,7 +36,7 @@ def test_tables_from_hand_made_scores():
 def test_summary_of_a_small_run(run_suite, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 's.db'}"
     args = ["--encoding", "rope,alibi", "--task", "k_back", "--steps", "3", "--db", url, "--no-cache", *tiny]
-    res = run_suite("-vv", *args)  # run_suite passes -q: -vv makes it -v
+    res = run_suite("-vv", *args, inprocess=True)  # run_suite passes -q: -vv makes it -v
     assert res.returncode == 0, res.output
     assert "test_case[rope-k_back-L64] PASSED (accuracy " in res.stdout
     assert "pebench: scores of run 1" in res.stdout
