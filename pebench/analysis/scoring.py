@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pebench import metrics
@@ -30,8 +31,6 @@ from pebench.metrics import Metric
 
 def finite(v: Any) -> bool:
     """A real number that is neither NaN nor infinite (None, strings and booleans are not)."""
-    import numpy as np
-
     return v is not None and isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(float(v))
 
 

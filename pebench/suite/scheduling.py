@@ -14,7 +14,6 @@ checkpoint (:meth:`pebench.runner.Runner.model_for`), so a second process that n
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from xdist.scheduler import LoadScopeScheduling
 
@@ -33,9 +32,6 @@ def model_of(nodeid: str) -> str:
 
 class ModelScheduling(LoadScopeScheduling):
     """xdist's scope scheduling with one scope per model (see the module docstring)."""
-
-    def __init__(self, config: Any, log: Any = None) -> None:
-        super().__init__(config, log)
 
     def _split_scope(self, nodeid: str) -> str:
         return model_of(nodeid)
