@@ -1,5 +1,5 @@
 """The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``,
-``pebench report``, ``pebench compare``, ``pebench merge``."""
+``pebench report``, ``pebench compare``, ``pebench merge``, ``pebench db status|upgrade``."""
 
 from __future__ import annotations
 
@@ -64,9 +64,13 @@ def _db(args: argparse.Namespace) -> str:
 def _results(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from pebench.store.load import load
+    from pebench.store.load import load, run_table
 
     df = load(_db(args), args.run)
+    runs = run_table(_db(args), sorted(set(df["run_id"])) if args.run is not None else None)
+    if not runs.empty:
+        with pd.option_context("display.max_rows", None, "display.width", 200):
+            print(runs.to_string(index=False) + "\n")
     if df.empty:
         print("no results")
         return 0
@@ -113,6 +117,32 @@ def _merge(args: argparse.Namespace) -> int:
     print(f"merged {len(info.parts)} part(s) (shards {shards}) into run {info.run_id} of {info.output}: "
           f"{info.n_results} results")  # fmt: skip
     return 0
+
+
+def _database(args: argparse.Namespace) -> int:
+    from pebench.store.database import open_db, safe_url
+    from pebench.store.migrate import SchemaState, inspect_schema, upgrade_database
+
+    url = _db(args)
+    shown = safe_url(url)
+    if args.action == "upgrade":
+        engine = open_db(url, create=False, check=False)
+        try:
+            before, after = upgrade_database(engine, shown)
+        finally:
+            engine.dispose()
+        was = "created" if before.kind == "empty" else f"revision {before.revision} ->"
+        print(f"{shown}: already at schema revision {after}" if before.kind == "current" else
+              f"{shown}: {was} schema revision {after}")  # fmt: skip
+        return 0
+    engine = open_db(url, create=False, check=False)
+    try:
+        with engine.connect() as conn:
+            state: SchemaState = inspect_schema(conn)
+    finally:
+        engine.dispose()
+    print(f"{shown}: {state.describe()}")
+    return 0 if state.kind == "current" else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -178,6 +208,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("parts", nargs="+", metavar="PART", help="results database of one part, or DB::RUN")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="database to write the merged run to")
     p.set_defaults(func=_merge)
+
+    p = sub.add_parser(
+        "db",
+        help="the results database's schema revision: status, or upgrade an older pebench database",
+        description="status: what the database holds and its schema revision (exit 1 unless current). upgrade: "
+        "bring a pebench database of an older revision to this pebench's (a suite run does it on its own when "
+        "every step only adds); a database that is not pebench's, or is newer, is refused and left untouched.",
+    )
+    p.add_argument("action", choices=["status", "upgrade"])
+    add_flags(p.add_argument, ["db"])
+    p.set_defaults(func=_database)
     return parser
 
 

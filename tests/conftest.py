@@ -58,3 +58,22 @@ def run_suite(tmp_path: Path, pytester: pytest.Pytester):
         return SuiteRun(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL server for this test session (see :mod:`tests.pgcluster`)."""
+    from pgcluster import Cluster
+
+    cluster = Cluster()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a new, empty results database: a SQLite file, and a database on the throwaway PostgreSQL server
+    (each test using this fixture runs against both)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'results.db'}"
+    return request.getfixturevalue("postgres").new_database()

@@ -13,7 +13,6 @@ from pebench.errors import PebenchError
 from pebench.report import charts, header, views
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id, safe_url
-from pebench.store.schema import Base
 
 RUN_CHOICES = "a run id, latest, previous or all"
 
@@ -65,7 +64,6 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
     choice = _check_run(run)
     engine = open_db(db_url, create=False)
     try:
-        Base.metadata.create_all(engine)  # an empty file gains the tables (as in pebench.results.load)
         df = store_load.load_light(engine)
         runs = store_load.runs(engine)
         run_ids: list[int] = []

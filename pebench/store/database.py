@@ -7,6 +7,7 @@ process writes (workers hand results over in the test report), see :mod:`pebench
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -15,14 +16,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event, select
+from sqlalchemy import create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session
 
 from pebench.errors import DatabaseError
+from pebench.store import migrate
+from pebench.store.lifecycle import resolve_run_id  # noqa: F401  (re-exported)
 from pebench.store.record import ResultRecord
-from pebench.store.schema import Base, CurvePoint, Result, Run, utcnow
+from pebench.store.schema import CurvePoint, Result, Run, utcnow
 
 DB_ENV = "PEBENCH_DB"
 ROOT_MARKERS = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg")
@@ -53,9 +56,14 @@ def resolve_url(given: str | None = None, root: Path | None = None) -> str:
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA busy_timeout=30000")
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def _wal(engine: Engine) -> None:
+    """Switch a SQLite file to WAL mode (persistent in the file), once it is known to be pebench's."""
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA journal_mode=WAL")
 
 
 def safe_url(url: str) -> str:
@@ -102,12 +110,15 @@ def _quick_check(engine: Engine) -> None:
         raise sa_exc.DatabaseError("PRAGMA quick_check", None, Exception(f"corrupt file: {'; '.join(rows[:3])}"))
 
 
-def open_db(url: str, create: bool = True) -> Engine:
+def open_db(url: str, create: bool = True, check: bool = True) -> Engine:
     """Open (and by default create) the results database at ``url``; bad URLs raise :class:`DatabaseError`.
 
     The check connects and reads the schema, so an unreachable path or a file that is not a database fails here,
     before any training starts; a SQLite file must also pass ``PRAGMA quick_check`` (corrupt pages are refused, never
-    written to). Messages show the URL without its password.
+    written to). The schema's revision is checked by :func:`pebench.store.migrate.prepare`: a writer (``create``)
+    creates a new database and upgrades an older pebench one; a foreign or newer database is refused, and read
+    commands (``create=False``) never write; ``check=False`` (``pebench db``) leaves the schema to the caller. Messages
+    show the URL without its password.
     """
     shown = safe_url(url)
     try:
@@ -131,14 +142,19 @@ def open_db(url: str, create: bool = True) -> Engine:
     def prepare() -> None:
         if is_file and Path(parsed.database).expanduser().exists():
             _quick_check(engine)
-        if create:
-            Base.metadata.create_all(engine)
-        else:
+        if not check:
             with engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1")
+            return
+        migrate.prepare(engine, shown, create)
+        if is_file and create:
+            _wal(engine)
 
     try:
         _with_retries(prepare)
+    except DatabaseError:
+        engine.dispose()
+        raise
     except sa_exc.SQLAlchemyError as err:
         engine.dispose()
         reason = mask_secrets(str(getattr(err, "orig", err)).splitlines()[0])
@@ -154,9 +170,9 @@ def session_scope(engine: Engine) -> Iterator[Session]:
 
 
 def start_run(engine: Engine, info: Mapping[str, Any]) -> int:
-    """Insert a run row (status "running") and return its id."""
+    """Insert a run row (status "running", this process's pid, a first heartbeat) and return its id."""
     with session_scope(engine) as s:
-        run = Run(**dict(info))
+        run = Run(**{"pid": os.getpid(), "heartbeat_at": utcnow(), **dict(info)})
         s.add(run)
         s.flush()
         return run.id
@@ -174,30 +190,13 @@ def add_result(engine: Engine, run_id: int, record: ResultRecord | Mapping[str, 
     """Store one case's result and its learning curve atomically; returns the result id. A mapping must hold only
     :class:`ResultRecord`'s fields (an unknown key is an error, never silently dropped)."""
     record = ResultRecord.coerce(record)
+    # NaN in a float column is stored as NULL (no score), as SQLite does on its own, on every backend alike
+    columns = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in record.columns().items()}
     with session_scope(engine) as s:
-        result = Result(run_id=run_id, **record.columns())
+        result = Result(run_id=run_id, **columns)
         result.curve = [
             CurvePoint(step=p["step"], loss=p.get("loss"), accuracy=p.get("accuracy")) for p in record.curve
         ]
         s.add(result)
         s.flush()
         return result.id
-
-
-def resolve_run_id(engine: Engine, run: int | str) -> int:
-    """A run id from an int, a numeric string, ``latest`` or ``previous``; unknown ones raise DatabaseError."""
-    with Session(engine) as s:
-        ids = list(s.scalars(select(Run.id).order_by(Run.id.desc())))
-    if isinstance(run, str) and run in ("latest", "previous"):
-        idx = 0 if run == "latest" else 1
-        if len(ids) <= idx:
-            raise DatabaseError(f"no {run} run: the database has {len(ids)} run(s)")
-        return ids[idx]
-    try:
-        run_id = int(run)
-    except (TypeError, ValueError):
-        raise DatabaseError(f"run {run!r} is not a run id; valid: an integer, latest, previous") from None
-    if run_id not in ids:
-        shown = ", ".join(str(i) for i in sorted(ids)[-10:]) or "none"
-        raise DatabaseError(f"unknown run id {run_id}; existing runs: {shown}")
-    return run_id

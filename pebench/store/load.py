@@ -15,8 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from pebench.store.database import open_db, resolve_run_id
-from pebench.store.schema import Base, CurvePoint, Result, Run
+from pebench.store.database import open_db
+from pebench.store.lifecycle import effective_status, resolve_run_id, run_counts
+from pebench.store.schema import CurvePoint, Result, Run
 
 CHUNK = 500
 """Ids per ``IN (...)`` query."""
@@ -26,11 +27,11 @@ def load(db_url: str, run: int | str | None = None) -> pd.DataFrame:
     """Results of every run (or of ``run``: an id, ``latest`` or ``previous``) as a DataFrame.
 
     Columns: every column of the ``results`` table, plus the run's provenance prefixed ``run_`` (``run_git_commit``,
-    ``run_device``, ...). ``config`` and ``metrics`` stay as dicts.
+    ``run_device``, ...; ``run_status`` as things stand, see :mod:`pebench.store.lifecycle`). ``config`` and
+    ``metrics`` stay as dicts.
     """
     engine = open_db(db_url, create=False)
     try:
-        Base.metadata.create_all(engine)  # an older empty file gains the tables; existing rows are untouched
         query = select(Result, Run).join(Run, Result.run_id == Run.id).order_by(Result.id)
         if run is not None:
             query = query.where(Result.run_id == resolve_run_id(engine, run))
@@ -41,6 +42,7 @@ def load(db_url: str, run: int | str | None = None) -> pd.DataFrame:
                 for c in Run.__table__.columns:
                     if c.name != "id":
                         row[f"run_{c.name}"] = getattr(run_row, c.name)
+                row["run_status"] = effective_status(run_row)
                 rows.append(row)
     finally:
         engine.dispose()
@@ -82,12 +84,29 @@ def attach_json(engine: Engine, sel: pd.DataFrame) -> pd.DataFrame:
 
 
 def runs(engine: Engine) -> list[dict[str, Any]]:
-    """Every run row as a dict, oldest first."""
+    """Every run row as a dict, oldest first; ``status`` as things stand (:func:`~pebench.store.lifecycle.
+    effective_status`: a running run whose process is gone is ``interrupted``)."""
     with Session(engine) as s:
         return [
-            {c.name: getattr(run, c.name) for c in Run.__table__.columns}
+            {**{c.name: getattr(run, c.name) for c in Run.__table__.columns}, "status": effective_status(run)}
             for run in s.scalars(select(Run).order_by(Run.id))
         ]
+
+
+def run_table(db_url: str, run_ids: Iterable[int] | None = None) -> pd.DataFrame:
+    """The runs (or those of ``run_ids``) as ``pebench results`` lists them: id, status as things stand, start,
+    host, device, commit and number of results."""
+    engine = open_db(db_url, create=False)
+    try:
+        rows = runs(engine)
+        counts = run_counts(engine)
+    finally:
+        engine.dispose()
+    keep = None if run_ids is None else set(run_ids)
+    table = [{"run": r["id"], "status": r["status"], "started": f"{r['started_at']:%Y-%m-%d %H:%M:%S}",
+              "host": r["host"], "device": r["device"], "commit": (r["git_commit"] or "-")[:10],
+              "results": counts.get(r["id"], 0)} for r in rows if keep is None or r["id"] in keep]  # fmt: skip
+    return pd.DataFrame(table)
 
 
 def curve_points(engine: Engine, result_ids: Iterable[int]) -> Iterator[tuple[int, int, float | None]]:

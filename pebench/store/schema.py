@@ -9,17 +9,71 @@ Tables:
 * ``curve_points`` -- the learning curve of the model a result was evaluated with.
 
 :class:`pebench.store.record.ResultRecord` is the typed form of one ``results`` row plus its curve.
+
+The database carries its Alembic revision (table ``alembic_version``); a change to these tables comes with a
+migration in ``pebench/store/migrations/versions`` and a new :data:`HEAD_REVISION` (see
+:mod:`pebench.store.migrate`). JSON columns are ``jsonb`` on PostgreSQL and store non-finite floats (a diverged
+evaluation's loss) as ``{"$float": "Infinity"}``, which every backend accepts, and read them back as floats.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
-SCHEMA_VERSION = 1
+HEAD_REVISION = "0003"
+"""The Alembic revision of the tables below (``pebench/store/migrations/versions``)."""
+SCHEMA_VERSION = int(HEAD_REVISION)
+"""Stored with each run (``runs.schema_version``): the schema revision the run was written with."""
+
+FLOAT_TAG = "$float"
+_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def encode_nonfinite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``{"$float": "Infinity" | "-Infinity" | "NaN"}``: standard
+    JSON has no such numbers, and PostgreSQL rejects the ``Infinity`` token Python's json module writes."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {FLOAT_TAG: "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
+    if isinstance(value, dict):
+        return {k: encode_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode_nonfinite(v) for v in value]
+    return value
+
+
+def decode_nonfinite(value: Any) -> Any:
+    """The inverse of :func:`encode_nonfinite`."""
+    if isinstance(value, dict):
+        if len(value) == 1 and value.get(FLOAT_TAG) in _NONFINITE:
+            return _NONFINITE[value[FLOAT_TAG]]
+        return {k: decode_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_nonfinite(v) for v in value]
+    return value
+
+
+class JSONValue(TypeDecorator[Any]):
+    """JSON that is ``jsonb`` on PostgreSQL and keeps non-finite floats (:func:`encode_nonfinite`)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        return dialect.type_descriptor(JSONB() if dialect.name == "postgresql" else JSON())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return encode_nonfinite(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return decode_nonfinite(value)
 
 
 def utcnow() -> dt.datetime:
@@ -37,6 +91,8 @@ class Run(Base):
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     status: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | failed | interrupted
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)  # of the writing process, on ``host``
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)  # renewed while it runs
     git_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     git_dirty: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     package_version: Mapped[str] = mapped_column(String(32))
@@ -46,7 +102,7 @@ class Run(Base):
     host: Mapped[str] = mapped_column(String(255))
     platform: Mapped[str] = mapped_column(String(255), default="")
     tier: Mapped[str] = mapped_column(String(16), default="quick")
-    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    options: Mapped[dict[str, Any]] = mapped_column(JSONValue, default=dict)
     command: Mapped[str] = mapped_column(Text, default="")
     schema_version: Mapped[int] = mapped_column(Integer, default=SCHEMA_VERSION)
 
@@ -67,7 +123,7 @@ class Result(Base):
     train_length: Mapped[int] = mapped_column(Integer)
     eval_length: Mapped[int] = mapped_column(Integer)
     seed: Mapped[int] = mapped_column(Integer)
-    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    config: Mapped[dict[str, Any]] = mapped_column(JSONValue)
     config_hash: Mapped[str] = mapped_column(String(32), index=True)
     code_version: Mapped[str] = mapped_column(String(64), default="")
     status: Mapped[str] = mapped_column(String(16))  # ok | diverged | error
@@ -86,7 +142,7 @@ class Result(Base):
     eval_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     model_reused: Mapped[bool] = mapped_column(Boolean, default=False)
     reused_from: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSONValue, default=dict)
 
     run: Mapped[Run] = relationship(back_populates="results")
     curve: Mapped[list[CurvePoint]] = relationship(

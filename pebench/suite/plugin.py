@@ -37,7 +37,8 @@ from pebench.options import parse_assignments
 from pebench.registry import parse_names
 from pebench.runner import Case, Runner
 from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
-from pebench.store.database import open_db, resolve_run_id, resolve_url
+from pebench.store.database import open_db, resolve_url
+from pebench.store.lifecycle import comparable_run, resolve_run_id
 from pebench.suite.sharding import Shard, parse_shard
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, ResultWriter, RunSummary, report_teststatus
 
@@ -180,20 +181,23 @@ def _baseline(config: pytest.Config, state: SuiteState) -> Baseline | None:
         return None
     if _is_worker(config):
         run_id = config.workerinput[WORKER_BASELINE_KEY]  # type: ignore[attr-defined]
-    else:
-        engine = open_db(state.db_url)
-        try:
-            # this session's run row does not exist yet, so the newest run is the previous one
-            run_id = resolve_run_id(engine, "latest" if wanted == "previous" else wanted)
-        finally:
-            engine.dispose()
-        config.pluginmanager.register(_BaselineToWorkers(run_id), "pebench-baseline-to-workers")
-    baseline = Baseline.load(state.db_url, run_id, state.tolerances)
     configs = {}
     for task_name in state.tasks:
         for enc_name in state.encodings:
             cfg = state.runner.describe(Case(enc_name, task_name, state.runner.task(task_name).train_length))
             configs[(enc_name, task_name)] = (config_hash(cfg), cfg)
+    if not _is_worker(config):
+        engine = open_db(state.db_url)
+        try:
+            # this session's run row does not exist yet; previous = the finished run most comparable with its cases
+            if wanted == "previous":
+                run_id = comparable_run(engine, [(e, t, h) for (e, t), (h, _) in configs.items()])
+            else:
+                run_id = resolve_run_id(engine, wanted)
+        finally:
+            engine.dispose()
+        config.pluginmanager.register(_BaselineToWorkers(run_id), "pebench-baseline-to-workers")
+    baseline = Baseline.load(state.db_url, run_id, state.tolerances)
     baseline.check_compatible(configs)
     return baseline
 

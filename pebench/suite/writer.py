@@ -6,6 +6,7 @@ with the reused results and the baseline regressions, which cases hand over as s
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from pebench.errors import PebenchError
 from pebench.provenance import run_info
 from pebench.settings import Settings
 from pebench.store.database import add_result, finish_run, mask_secrets, safe_url, start_run
+from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.record import ResultRecord
 from pebench.suite.summary import case_score, score_tables
 
@@ -46,6 +48,28 @@ def run_options(config: pytest.Config, baseline: Baseline | None) -> dict[str, A
     return opts
 
 
+class Heartbeat:
+    """Renews the run's heartbeat every :data:`~pebench.store.lifecycle.HEARTBEAT_S` seconds from a daemon thread,
+    so that other processes can tell a live run from one whose process is gone."""
+
+    def __init__(self, engine: Any, run_id: int, every: float = HEARTBEAT_S) -> None:
+        self.engine, self.run_id, self.every = engine, run_id, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="pebench-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                heartbeat(self.engine, self.run_id)
+            except Exception:  # a busy or briefly unreachable database: the next beat tries again
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
 class ResultWriter:
     """Writes each case's record to the database as its report arrives (reporting process only)."""
 
@@ -55,6 +79,7 @@ class ResultWriter:
         self.engine = engine
         self.url = url
         self.run_id: int | None = None
+        self.heartbeat: Heartbeat | None = None
         self.statuses: dict[str, int] = {}
         self.records: list[ResultRecord] = []
         self.report_line = ""
@@ -76,13 +101,17 @@ class ResultWriter:
             baseline = self.config.stash[STATE].baseline
             info = run_info(pick_device(self.settings.device), run_options(self.config, baseline),
                             self.config.getoption("tier"), mask_secrets(" ".join(sys.argv)))  # fmt: skip
+            mark_interrupted(self.engine)
             self.run_id = start_run(self.engine, info)
+            self.heartbeat = Heartbeat(self.engine, self.run_id)
         add_result(self.engine, self.run_id, record)
         self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
         record.metrics, record.curve = {}, []  # the summary needs the scores only
         self.records.append(record)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         if self.run_id is not None:
             status = {0: "finished", 1: "finished", 2: "interrupted"}.get(int(exitstatus), "failed")
             finish_run(self.engine, self.run_id, status)

@@ -1,8 +1,10 @@
-"""The results store: schema, atomic writes, provenance, bad URLs, load()."""
+"""The results store: schema, atomic writes, provenance, bad URLs, load() -- on SQLite and on a real PostgreSQL
+server (the ``db_url`` fixture)."""
 
-import sqlite3
+import math
 
 import pytest
+from sqlalchemy import create_engine, inspect, text
 
 from pebench import store as db
 from pebench.errors import DatabaseError
@@ -36,8 +38,16 @@ RUN = {
 }
 
 
-def test_write_and_load_roundtrip(tmp_path):
-    url = f"sqlite:///{tmp_path / 'r.db'}"
+def _count(url: str, table: str) -> int:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        n = conn.execute(text(f"select count(*) from {table}")).scalar_one()
+    engine.dispose()
+    return int(n)
+
+
+def test_write_and_load_roundtrip(db_url):
+    url = db_url
     engine = db.open_db(url)
     run_id = db.start_run(engine, RUN)
     rid = db.add_result(engine, run_id, RECORD)
@@ -50,29 +60,51 @@ def test_write_and_load_roundtrip(tmp_path):
     assert row["config"] == {"model": {"d_model": 8}}
     assert row["run_git_commit"] == "deadbeef" and bool(row["run_git_dirty"]) is True
     assert row["run_status"] == "finished"
-    con = sqlite3.connect(tmp_path / "r.db")
-    assert con.execute("select step, loss from curve_points order by step").fetchall() == [(1, 2.0), (2, 1.0)]
-    assert con.execute("pragma journal_mode").fetchone()[0] == "wal"
+    raw = create_engine(url)
+    with raw.connect() as conn:
+        points = conn.execute(text("select step, loss from curve_points order by step")).all()
+        assert [tuple(p) for p in points] == [(1, 2.0), (2, 1.0)]
+        if raw.dialect.name == "sqlite":
+            assert conn.exec_driver_sql("pragma journal_mode").scalar_one() == "wal"
+        else:  # PostgreSQL: the JSON columns are jsonb
+            types = {c["name"]: str(c["type"]) for c in inspect(conn).get_columns("results")}
+            assert types["config"] == "JSONB" and types["metrics"] == "JSONB"
+    raw.dispose()
 
 
-def test_failed_write_leaves_nothing(tmp_path):
-    engine = db.open_db(f"sqlite:///{tmp_path / 'r.db'}")
+def test_non_finite_values_are_stored_and_read_back(db_url):
+    """A diverged evaluation's inf/nan, in float columns and inside the metrics JSON (PostgreSQL rejects the
+    ``Infinity`` token of Python's json module)."""
+    engine = db.open_db(db_url)
+    run_id = db.start_run(engine, RUN)
+    db.add_result(engine, run_id, dict(RECORD, status="diverged", loss=math.inf, score=math.nan,
+                                       metrics={"loss": math.inf, "per_length": [-math.inf, 1.5], "ppl": math.nan}))
+    engine.dispose()
+    row = load(db_url).iloc[0]
+    assert row["loss"] == math.inf and row["score"] is None  # NaN in a column: no score, on every backend
+    assert row["metrics"]["loss"] == math.inf and row["metrics"]["per_length"] == [-math.inf, 1.5]
+    assert math.isnan(row["metrics"]["ppl"])
+
+
+def test_failed_write_leaves_nothing(db_url):
+    engine = db.open_db(db_url)
     run_id = db.start_run(engine, RUN)
     bad = dict(RECORD, curve=[{"step": 1, "loss": 1.0}, {"loss": 2.0}])  # second point has no step
     with pytest.raises(KeyError):
         db.add_result(engine, run_id, bad)
-    con = sqlite3.connect(tmp_path / "r.db")
-    assert con.execute("select count(*) from results").fetchone()[0] == 0
-    assert con.execute("select count(*) from curve_points").fetchone()[0] == 0
+    engine.dispose()
+    assert _count(db_url, "results") == 0 and _count(db_url, "curve_points") == 0
 
 
-def test_second_run_does_not_touch_first(tmp_path):
-    url = f"sqlite:///{tmp_path / 'r.db'}"
+def test_second_run_does_not_touch_first(db_url):
+    url = db_url
     engine = db.open_db(url)
     first = db.start_run(engine, RUN)
     db.add_result(engine, first, RECORD)
+    db.finish_run(engine, first, "finished")
     second = db.start_run(engine, RUN)
     db.add_result(engine, second, dict(RECORD, score=0.9))
+    db.finish_run(engine, second, "finished")
     df = load(url)
     assert sorted(df["run_id"]) == [first, second]
     assert df.set_index("run_id").loc[first, "score"] == 0.5
@@ -101,9 +133,8 @@ def test_file_that_is_not_a_database(tmp_path):
     assert path.read_text().startswith("this is plain text")
 
 
-def test_unknown_run_ids(tmp_path):
-    url = f"sqlite:///{tmp_path / 'r.db'}"
-    engine = db.open_db(url)
+def test_unknown_run_ids(db_url):
+    engine = db.open_db(db_url)
     with pytest.raises(DatabaseError, match="no latest run"):
         db.resolve_run_id(engine, "latest")
     run_id = db.start_run(engine, RUN)

@@ -1,0 +1,212 @@
+"""Schema revisions of the results database (Alembic), and what pebench does with a database it opens.
+
+Every database pebench writes carries its Alembic revision (table ``alembic_version``). On open
+(:func:`pebench.store.database.open_db`) the database is classified (:func:`inspect_schema`):
+
+* ``current`` -- at :data:`~pebench.store.schema.HEAD_REVISION`: used as it is;
+* ``empty`` -- no table at all: a writer creates the tables and stamps the head revision; a read command refuses;
+* ``behind`` -- a pebench database of an older revision, or one written before pebench carried revisions (its
+  revision is then recognised from its columns): a writer (the suite, ``pebench merge``) upgrades it in place when
+  every pending step is marked ``SAFE`` (it only adds), and says so; read commands never write, so they stop with one
+  line naming ``pebench db upgrade``;
+* ``ahead`` -- written by a newer pebench (a revision this one does not know): refused;
+* ``foreign`` -- tables that are not pebench's (another program's database): refused, and never written to.
+
+Creation and upgrades run in one transaction under a lock (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a transaction
+advisory lock), and the state is read again inside it, so two processes opening one new database at the same moment
+neither fail nor both create the tables.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, event, inspect
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import NullPool
+
+from pebench.errors import DatabaseError
+from pebench.store.schema import HEAD_REVISION, Base
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+VERSION_TABLE = "alembic_version"
+PEBENCH_TABLES = frozenset(Base.metadata.tables)
+LEGACY_REVISIONS = {"0001": set(), "0002": {"code_version", "reused_from"}}
+"""Revisions a database without ``alembic_version`` can be at, told apart by these ``results`` columns."""
+ADVISORY_LOCK = 0x7065_6265_6E63  # "pebenc": one lock id for every pebench database on a PostgreSQL server
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    """What a database holds, as far as pebench is concerned."""
+
+    kind: str  # current | empty | behind | ahead | foreign
+    revision: str | None
+    tables: tuple[str, ...]
+
+    def describe(self) -> str:
+        if self.kind == "foreign":
+            shown = ", ".join(self.tables[:5]) + (", ..." if len(self.tables) > 5 else "")
+            return f"not a pebench results database (it has tables {shown})"
+        if self.kind == "empty":
+            return "an empty database (no pebench results yet)"
+        return f"a pebench database at schema revision {self.revision or 'none'} (this pebench: {HEAD_REVISION})"
+
+
+def script() -> ScriptDirectory:
+    return ScriptDirectory(str(MIGRATIONS))
+
+
+def _known_revisions() -> list[str]:
+    return [s.revision for s in script().walk_revisions()]
+
+
+def _columns(conn: Connection, table: str) -> set[str]:
+    return {c["name"] for c in inspect(conn).get_columns(table)}
+
+
+def _legacy_revision(conn: Connection, tables: set[str]) -> str | None:
+    """The revision of a database written before pebench carried revisions, from its columns; None when the tables
+    are not pebench's."""
+    if not tables >= PEBENCH_TABLES:
+        return None
+    first = {c.name for c in Base.metadata.tables["results"].columns} - set().union(*LEGACY_REVISIONS.values())
+    results = _columns(conn, "results")
+    if not first <= results or not {"id", "status", "host", "started_at"} <= _columns(conn, "runs"):
+        return None
+    found = [rev for rev, extra in LEGACY_REVISIONS.items() if extra <= results]
+    return found[-1]
+
+
+def inspect_schema(conn: Connection) -> SchemaState:
+    """Classify the database behind ``conn`` (reads only)."""
+    tables = set(inspect(conn).get_table_names())
+    shown = tuple(sorted(tables))
+    if not tables:
+        return SchemaState("empty", None, shown)
+    if VERSION_TABLE in tables:
+        revision = MigrationContext.configure(conn).get_current_revision()
+        if not tables >= PEBENCH_TABLES:
+            return SchemaState("foreign", revision, shown)
+        if revision == HEAD_REVISION:
+            return SchemaState("current", revision, shown)
+        if revision in _known_revisions():
+            return SchemaState("behind", revision, shown)
+        return SchemaState("ahead", revision, shown)
+    legacy = _legacy_revision(conn, tables)
+    if legacy is None:
+        return SchemaState("foreign", None, shown)
+    return SchemaState("behind", legacy, shown)
+
+
+def pending(revision: str | None) -> list[Any]:
+    """The migration scripts from ``revision`` (exclusive) to the head, oldest first."""
+    steps = list(script().iterate_revisions(HEAD_REVISION, revision))
+    return list(reversed(steps))
+
+
+def upgrade_is_safe(revision: str | None) -> bool:
+    return all(getattr(s.module, "SAFE", False) for s in pending(revision))
+
+
+def _alembic_config(conn: Connection) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+def upgrade(conn: Connection, state: SchemaState) -> None:
+    """Bring the database behind ``conn`` to the head revision: create it when empty, else stamp a database from
+    before revisions with the revision its columns show and run the pending steps."""
+    from alembic import command
+
+    if state.kind == "empty":
+        Base.metadata.create_all(conn)
+        MigrationContext.configure(conn).stamp(script(), HEAD_REVISION)
+        return
+    cfg = _alembic_config(conn)
+    if VERSION_TABLE not in state.tables:
+        command.stamp(cfg, state.revision)
+    command.upgrade(cfg, HEAD_REVISION)
+
+
+@contextmanager
+def locked(engine: Engine) -> Iterator[Connection]:
+    """A connection in a transaction that holds the database's write lock until it commits (or rolls back)."""
+    if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        # pysqlite starts no transaction before DDL; a separate engine with explicit BEGIN IMMEDIATE makes creation
+        # and migration one atomic, exclusive step
+        locker = create_engine(engine.url, poolclass=NullPool)
+
+        @event.listens_for(locker, "connect")
+        def _connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None
+            dbapi_conn.execute("PRAGMA busy_timeout=30000")
+
+        @event.listens_for(locker, "begin")
+        def _begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        try:
+            with locker.begin() as conn:
+                yield conn
+        finally:
+            locker.dispose()
+        return
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({ADVISORY_LOCK})")
+        yield conn
+
+
+def prepare(engine: Engine, shown: str, create: bool) -> SchemaState:
+    """Check (and for a writer, ``create=True``, create or upgrade) the schema; refusals raise DatabaseError."""
+    with engine.connect() as conn:
+        state = inspect_schema(conn)
+    if state.kind == "current":
+        return state
+    _refuse(state, shown, create)
+    with locked(engine) as conn:
+        state = inspect_schema(conn)  # another process may have created or upgraded it meanwhile
+        if state.kind != "current":
+            _refuse(state, shown, create)
+            upgrade(conn, state)
+    if state.kind == "behind":
+        print(f"pebench: upgraded {shown} from schema revision {state.revision} to {HEAD_REVISION}", file=sys.stderr)
+    return state
+
+
+def _refuse(state: SchemaState, shown: str, create: bool) -> None:
+    """Raise unless a writer (``create``) may bring the database to the head on its own."""
+    if state.kind == "foreign":
+        raise DatabaseError(f"--db {shown!r} is {state.describe()}; pebench never writes to it: give a new file or "
+                            "an empty database")  # fmt: skip
+    if state.kind == "ahead":
+        raise DatabaseError(f"--db {shown!r} was written by a newer pebench (schema revision {state.revision}; this "
+                            f"one knows up to {HEAD_REVISION}): upgrade pebench to read it")  # fmt: skip
+    if not create and state.kind == "empty":
+        raise DatabaseError(f"--db {shown!r} is {state.describe()}")
+    if state.kind == "behind" and (not create or not upgrade_is_safe(state.revision)):
+        raise DatabaseError(f"--db {shown!r} is {state.describe()}; upgrade it with: pebench db upgrade --db "
+                            f"'{shown}' (a suite run upgrades it too)")  # fmt: skip
+
+
+def upgrade_database(engine: Engine, shown: str) -> tuple[SchemaState, str]:
+    """``pebench db upgrade``: bring the database to the head revision, whatever the steps; returns the state before
+    and the revision after. Foreign and newer databases are still refused."""
+    with locked(engine) as conn:
+        state = inspect_schema(conn)
+        if state.kind in ("foreign", "ahead"):
+            _refuse(state, shown, create=True)
+        if state.kind != "current":
+            upgrade(conn, state)
+    return state, HEAD_REVISION
