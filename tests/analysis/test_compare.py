@@ -1,5 +1,7 @@
-"""Regression verdicts: ``pebench compare`` on hand-made runs (numbers written out), and the suite's baseline check."""
+"""Regression verdicts: ``pebench compare`` on hand-made runs (numbers written out), and the suite's baseline check
+-- on SQLite and PostgreSQL (the ``db_url`` fixture)."""
 
+import hashlib
 import json
 
 import pytest
@@ -15,6 +17,10 @@ RUN = {"package_version": "0", "torch_version": "t", "python_version": "3", "dev
 CONFIG = {"train": {"steps": 100}, "model": {"d_model": 16}}
 
 
+def chash(cfg: dict) -> str:
+    return hashlib.md5(json.dumps(cfg, sort_keys=True).encode()).hexdigest()
+
+
 def record(enc="rope", task="k_back", length=64, seed=0, score=0.5, tps=1000.0, config=None, status="ok", **kw):
     cfg = config or CONFIG
     rec = {
@@ -27,7 +33,7 @@ def record(enc="rope", task="k_back", length=64, seed=0, score=0.5, tps=1000.0, 
         "eval_length": length,
         "seed": seed,
         "config": cfg,
-        "config_hash": json.dumps(cfg, sort_keys=True),
+        "config_hash": chash(cfg),
         "code_version": "c0",
         "status": status,
         "metric": "accuracy",
@@ -39,9 +45,8 @@ def record(enc="rope", task="k_back", length=64, seed=0, score=0.5, tps=1000.0, 
     return rec
 
 
-def make_db(tmp_path, *runs):
-    """Each run: a list of records. Returns (url, run ids)."""
-    url = f"sqlite:///{tmp_path / 'c.db'}"
+def make_db(url, *runs):
+    """Each run: a list of records, written to the new database at ``url``. Returns (url, run ids)."""
     engine = db.open_db(url)
     ids = []
     for records in runs:
@@ -70,7 +75,7 @@ def test_verdict_rules():
     assert verdict(Estimate(0.80, 0.799, 0.801, 3), Estimate(0.79, 0.789, 0.791, 3), 0.02, True) == "same"
 
 
-def test_compare_table_json_and_exit_status(tmp_path, capsys):
+def test_compare_table_json_and_exit_status(db_url, capsys):
     base = [
         record(length=64, score=0.90),
         record(length=128, score=0.60),
@@ -85,7 +90,7 @@ def test_compare_table_json_and_exit_status(tmp_path, capsys):
         record(enc="alibi", score=0.5, tps=1500.0),  # same accuracy, 25% slower
         record(enc="sinusoidal", score=0.4),  # only in current
     ]
-    url, (b, c) = make_db(tmp_path, base, current)
+    url, (b, c) = make_db(db_url, base, current)
     cmp = compare_runs(url, b, c)
     verdicts = {x.case: x.verdict for x in cmp.cases}
     assert verdicts == {
@@ -121,12 +126,12 @@ def test_compare_table_json_and_exit_status(tmp_path, capsys):
     assert main(["compare", str(c), str(b), "--db", url, "--tolerance", "0.2"]) == 0
 
 
-def test_seeds_aggregate_with_intervals(tmp_path):
+def test_seeds_aggregate_with_intervals(db_url):
     # base seeds 0.70..0.76, current 0.60..0.64: a drop of 0.11 with separated intervals
     base = [record(seed=s, score=v) for s, v in enumerate([0.70, 0.72, 0.74, 0.76])]
     noisy = [record(seed=s, score=v) for s, v in enumerate([0.40, 0.95, 0.50, 0.90])]  # mean 0.6875, wide
     worse = [record(seed=s, score=v) for s, v in enumerate([0.60, 0.61, 0.63, 0.64])]
-    url, (b, n, w) = make_db(tmp_path, base, noisy, worse)
+    url, (b, n, w) = make_db(db_url, base, noisy, worse)
     row = compare_runs(url, b, w).cases[0]
     assert row.verdict == "regressed" and row.base.n == 4 and row.base.iqm == pytest.approx(0.73)
     assert row.base.low < 0.73 < row.base.high and row.current.high < row.base.low
@@ -134,15 +139,15 @@ def test_seeds_aggregate_with_intervals(tmp_path):
     assert noise.delta == pytest.approx(-0.0425) and noise.verdict == "same"  # beyond tolerance, inside the noise
 
 
-def test_failed_current_case_is_a_regression(tmp_path):
-    url, (b, c) = make_db(tmp_path, [record(score=0.8)], [record(status="diverged")])
+def test_failed_current_case_is_a_regression(db_url):
+    url, (b, c) = make_db(db_url, [record(score=0.8)], [record(status="diverged")])
     row = compare_runs(url, b, c).cases[0]
     assert row.verdict == "regressed" and "diverged" in row.note
 
 
-def test_bad_input_exits_2(tmp_path, capsys):
+def test_bad_input_exits_2(db_url, tmp_path, capsys):
     url, (b, c, d) = make_db(
-        tmp_path,
+        db_url,
         [record()],
         [record(enc="alibi")],  # nothing in common with b
         [record(config={"train": {"steps": 5}, "model": {"d_model": 16}})],  # config differs from b
@@ -163,9 +168,9 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert "no such database file" in capsys.readouterr().err
 
 
-def test_baseline_check_of_one_case(tmp_path):
+def test_baseline_check_of_one_case(db_url):
     base = [record(seed=s, score=v) for s, v in enumerate([0.80, 0.70, 0.75])]
-    url, (b,) = make_db(tmp_path, base)
+    url, (b,) = make_db(db_url, base)
     bl = Baseline(b, load(url, b), Tolerances())
     # paired with the same seed: seed 0 had 0.80; 0.77 is 0.03 worse (beyond the tolerance 0.02) but better than
     # the worst baseline seed (0.70), so it is inside the seeds' noise
@@ -187,4 +192,4 @@ def test_baseline_check_of_one_case(tmp_path):
         bl.check_compatible({("rope", "k_back"): ("h", {"train": {"steps": 7}, "model": {"d_model": 16}})})
     with pytest.raises(CompareError, match="no case in common"):
         bl.check_compatible({("alibi", "k_back"): ("h", CONFIG)})
-    bl.check_compatible({("rope", "k_back"): (json.dumps(CONFIG, sort_keys=True), CONFIG)})
+    bl.check_compatible({("rope", "k_back"): (chash(CONFIG), CONFIG)})

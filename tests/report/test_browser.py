@@ -46,7 +46,7 @@ def leaderboard_names(driver):
 def test_page_in_headless_chromium(tmp_path, browser):
     from selenium.webdriver.common.by import By
 
-    url, _ = make_db(tmp_path / "r.db")
+    url, _ = make_db(f"sqlite:///{tmp_path / 'r.db'}")
     page = render_report(url, tmp_path / "lb.html").path
     browser.get(Path(page).resolve().as_uri())
     browser.execute_script("window.__pebench_errors = []; window.addEventListener('error', "

@@ -58,8 +58,8 @@ PPL = {
 }
 
 
-def make_db(path, second_run=True):
-    url = f"sqlite:///{path}"
+def make_db(url, second_run=True):
+    """Two runs of hand-made results written to the new database at ``url``."""
     engine = db.open_db(url)
     runs = []
     for shift in (0.0, 0.05) if second_run else (0.0,):
@@ -81,8 +81,8 @@ def make_db(path, second_run=True):
     return url, runs
 
 
-def test_leaderboard_numbers_order_partial_and_deltas(tmp_path):
-    url, runs = make_db(tmp_path / "r.db")
+def test_leaderboard_numbers_order_partial_and_deltas(db_url):
+    url, runs = make_db(db_url)
     ctx = build_context(url, "latest")
     entries = {e.encoding: e for e in ctx["entries"]}
     # OOD: alpha (0.55 + 0) / 2 with the second run's +0.05 at OOD lengths; beta (0 + 0.5) / 2 -- its diverged case
@@ -125,8 +125,8 @@ def test_leaderboard_numbers_order_partial_and_deltas(tmp_path):
     assert ood_of == sorted(ood_of, reverse=True) and len(acc.rows) == 4
 
 
-def test_page_escapes_database_strings_and_is_self_contained(tmp_path):
-    url, _ = make_db(tmp_path / "r.db")
+def test_page_escapes_database_strings_and_is_self_contained(db_url, tmp_path):
+    url, _ = make_db(db_url)
     info = render_report(url, tmp_path / "lb.html", "latest")
     html = info.path.read_text()
     assert len(re.findall(r"<script\b", html, flags=re.I)) == 1  # only the page's own script
@@ -137,8 +137,8 @@ def test_page_escapes_database_strings_and_is_self_contained(tmp_path):
     assert "abcdef0123 (dirty)" in html and "cpu:test" in html
 
 
-def test_run_selection(tmp_path):
-    url, runs = make_db(tmp_path / "r.db")
+def test_run_selection(db_url):
+    url, runs = make_db(db_url)
     assert build_context(url, runs[0])["previous_runs"] == []
     everything = build_context(url, "all")
     assert everything["header"]["n_cases"] == build_context(url, "latest")["header"]["n_cases"]
@@ -149,8 +149,8 @@ def test_run_selection(tmp_path):
         build_context(url, 99)
 
 
-def test_empty_database_gives_a_page_that_says_so(tmp_path):
-    url = f"sqlite:///{tmp_path / 'empty.db'}"
+def test_empty_database_gives_a_page_that_says_so(db_url, tmp_path):
+    url = db_url
     db.open_db(url).dispose()
     info = render_report(url, tmp_path / "lb.html")
     html = info.path.read_text()
@@ -159,7 +159,7 @@ def test_empty_database_gives_a_page_that_says_so(tmp_path):
 
 
 def test_cli_report(tmp_path, capsys):
-    url, _ = make_db(tmp_path / "r.db", second_run=False)
+    url, _ = make_db(f"sqlite:///{tmp_path / 'r.db'}", second_run=False)
     out = tmp_path / "page.html"
     assert cli_main(["report", "--db", url, "-o", str(out)]) == 0
     assert out.exists() and "wrote" in capsys.readouterr().out

@@ -3,12 +3,12 @@
 import json
 import re
 import shlex
-import sqlite3
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from sqlalchemy import create_engine, text
 
 from pebench import store as db
 from pebench.cli import build_parser, main
@@ -41,9 +41,9 @@ def suite(run_suite, *args: str) -> tuple[int, str]:
     return res.returncode, res.output
 
 
-def test_reuse_benchmark_and_baseline(run_suite, tiny, tmp_path):
-    db_file = tmp_path / "n.db"
-    url = f"sqlite:///{db_file}"
+def test_reuse_benchmark_and_baseline(run_suite, tiny, tmp_path, db_url):
+    """On SQLite and on a real PostgreSQL server."""
+    url = db_url
     args = ["--encoding", "rope", "-k", "k_back and L64", "--steps", "3", "--db", url, "--no-cache", *tiny]
 
     # 1: trains; pytest-benchmark times the training, --benchmark-json holds it with the throughput
@@ -67,14 +67,15 @@ def test_reuse_benchmark_and_baseline(run_suite, tiny, tmp_path):
     for col in ("score", "loss", "config_hash", "code_version", "tokens_per_s", "train_time_s"):
         assert second[col] == first[col], col
     assert second["run_options"]["reuse"] is True and second["run_options"]["baseline_run"] == 1
-    con = sqlite3.connect(db_file)
-    curves = con.execute("select result_id, count(*) from curve_points group by result_id").fetchall()
-    assert [n for _, n in curves] == [3, 3]
-
-    # 3: make the baseline (run 2) look better than what this code produces: the case fails with the numbers
-    con.execute("update results set score = score + 0.5 where run_id = 2")
-    con.commit()
-    con.close()
+    # a PostgreSQL password is shown and stored masked: the summary, runs.command and the stored options
+    assert "s3cret" not in out and "s3cret" not in second["run_command"] + json.dumps(second["run_options"])
+    engine = create_engine(url)
+    with engine.begin() as con:
+        curves = con.execute(text("select result_id, count(*) from curve_points group by result_id")).all()
+        assert [n for _, n in curves] == [3, 3]
+        # 3: make the baseline (run 2) look better than what this code produces: the case fails with the numbers
+        con.execute(text("update results set score = score + 0.5 where run_id = 2"))
+    engine.dispose()
     ret, out = suite(run_suite, *args, "--baseline", "2")  # retrained: deterministic, so the first score again
     assert ret == 1, out
     score = float(first["score"])
