@@ -1,5 +1,5 @@
 """The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``,
-``pebench report``, ``pebench compare``, ``pebench merge``, ``pebench db status|upgrade``."""
+``pebench report``, ``pebench compare``, ``pebench merge``, ``pebench db status|upgrade``, ``pebench seed-spread``."""
 
 from __future__ import annotations
 
@@ -145,6 +145,43 @@ def _database(args: argparse.Namespace) -> int:
     return 0 if state.kind == "current" else 1
 
 
+SPREAD_COMMAND = ("pytest suite --encoding nope,sinusoidal,learned,rope,alibi --task TASKS --seeds 3 --db "
+                  "sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
+                  "-o pebench/data/seed_spread.json")
+
+
+def _seed_spread(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import json
+    from pathlib import Path
+
+    from pebench.analysis.noise import measure_spread, spread_table
+    from pebench.store.load import load
+
+    df = load(_db(args), args.run)
+    tasks = measure_spread(df)
+    if not tasks:
+        raise PebenchError(f"run {args.run} has no task with two or more seeds of one configuration; run the cases "
+                           f"with --seeds 3 first: {SPREAD_COMMAND}")  # fmt: skip
+    print("\n".join(spread_table(tasks)))
+    if args.output:
+        first = df.iloc[0]
+        data = {
+            "provenance": {
+                "what": "seed-to-seed standard deviation of one result's normalised score, pooled over the "
+                        "encodings and evaluated lengths of each task (pebench/analysis/noise.py)",
+                "run": int(first["run_id"]), "git_commit": first["run_git_commit"], "git_dirty": first["run_git_dirty"],
+                "torch_version": first["run_torch_version"], "device": first["run_device"],
+                "measured": f"{first['run_started_at']:%Y-%m-%d}",
+                "written": dt.date.today().isoformat(), "regenerate": SPREAD_COMMAND,
+            },
+            "tasks": tasks,
+        }  # fmt: skip
+        Path(args.output).write_text(json.dumps(data, indent=1, default=str) + "\n")
+        print(f"wrote {args.output} ({len(tasks)} tasks)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pebench.settings import MODEL_FLAGS, TOLERANCE_FLAGS, add_flags
 
@@ -219,6 +256,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["status", "upgrade"])
     add_flags(p.add_argument, ["db"])
     p.set_defaults(func=_database)
+
+    p = sub.add_parser(
+        "seed-spread",
+        help="measure each task's seed-to-seed spread from a run with several seeds (the noise single-seed "
+        "differences must exceed to be marked)",
+        description=f"From a run with several seeds per case, print (and with -o write) each task's pooled seed-to-"
+        f"seed standard deviation of normalised scores. The shipped data is regenerated with: {SPREAD_COMMAND}",
+    )
+    add_flags(p.add_argument, ["db"])
+    p.add_argument("--run", default="latest", help="run id, latest or previous (default latest)")
+    p.add_argument("-o", "--output", default=None, help="write the JSON here (e.g. pebench/data/seed_spread.json)")
+    p.set_defaults(func=_seed_spread)
     return parser
 
 

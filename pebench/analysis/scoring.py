@@ -9,7 +9,8 @@
   (:func:`gap_per_seed`).
 * **Aggregate** of an encoding (:func:`aggregate`): for each seed, the mean over tasks of that seed's per-task score;
   then the mean over seeds with a 95% BCa bootstrap interval (:func:`pebench.analysis.stats.estimate`).
-* **Best of** a column (:func:`best_of`): every value tied with the best at the displayed precision.
+* **Best of** a column (:func:`best_of`): every value tied with the best at the displayed precision. What the report
+  and the terminal *mark* as best is stricter: one encoding beyond the noise (:mod:`pebench.analysis.noise`).
 * **Learned** (:func:`learned_verdict`): a normalised in-distribution score of at least 0.5 is *learned*, of at least
   0.1 *partly*, else *not learned*.
 """
@@ -135,13 +136,18 @@ def ok_scores(rows: pd.DataFrame) -> list[float]:
     return [float(v) for v in ok["score"] if v is not None and math.isfinite(v)]
 
 
-def aggregate(per_task: Mapping[str, Mapping[int, float]]) -> Estimate | None:
-    """Per seed: mean over the tasks that have the seed; then mean over seeds with a BCa bootstrap interval."""
+def aggregate_per_seed(per_task: Mapping[str, Mapping[int, float]]) -> list[float]:
+    """Per seed (in seed order): the mean over the tasks that have the seed."""
     by_seed: dict[int, list[float]] = defaultdict(list)
     for per_seed in per_task.values():
         for seed, v in per_seed.items():
             by_seed[seed].append(v)
-    values = [sum(v) / len(v) for _, v in sorted(by_seed.items())]
+    return [sum(v) / len(v) for _, v in sorted(by_seed.items())]
+
+
+def aggregate(per_task: Mapping[str, Mapping[int, float]]) -> Estimate | None:
+    """Per seed: mean over the tasks that have the seed; then mean over seeds with a BCa bootstrap interval."""
+    values = aggregate_per_seed(per_task)
     return estimate(values) if values else None
 
 

@@ -4,13 +4,13 @@ the selected results with the scoring layer (:mod:`pebench.analysis.scoring`). N
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from pebench.analysis import scoring
+from pebench.analysis import noise, scoring
 from pebench.analysis.scoring import Group, finite, mean
 from pebench.analysis.stats import t_interval
 from pebench.metrics import Metric
@@ -179,6 +179,7 @@ class _Scores:
     prev_ood: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     seeds: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    sigmas: dict[str, float | None] = field(default_factory=dict)
     has_deltas: bool = False
 
     def id_mean(self, enc: str, key: str) -> float:
@@ -206,6 +207,7 @@ def _task_view(
     lengths = sorted({L for g in enc_groups.values() for L in g.by_length})
     id_lengths, ood_lengths = scoring.split_lengths(lengths, train_length)
     rows: list[TaskRow] = []
+    seed_norms: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
     for enc in sorted(enc_groups):
         g, pg = enc_groups[enc], prev_groups.get(enc)
         acc.seeds[enc].update(g.seeds())
@@ -234,19 +236,26 @@ def _task_view(
                 acc.prev_id[enc][key] = pi
             if po is not None:
                 acc.prev_ood[enc][key] = po
+        seed_norms[enc] = (i_norm, o_norm)
         if i_norm:
             acc.id_norm[enc][key] = i_norm
         if o_norm:
             acc.ood_norm[enc][key] = o_norm
         rows.append(TaskRow(encoding=enc, color=colors[enc], marker=markers[enc], id_cell=id_cell, cells=cells,
                             gap=gap, ood_norm=_cell(o_norm, 2), n_seeds=len(g.seeds()), failures=n_fail))  # fmt: skip
-    # best per column (the gap only among encodings that learned the task: ID normalised score >= 0.5)
-    better = max if m.higher_is_better else min
-    for col in range(len(lengths)):
-        _mark_best([r.cells[col] for r in rows], better)
-    _mark_best([r.id_cell for r in rows], better)
-    _mark_best([r.gap for r in rows if acc.id_mean(r.encoding, key) >= 0.5], min)
-    _mark_best([r.ood_norm for r in rows], max)
+    # best per column, only beyond the noise (pebench.analysis.noise); the gap only among encodings that learned the
+    # task (ID normalised score >= 0.5), compared as per-seed differences of normalised scores
+    sigma = noise.task_sigma(task_name, first.get("config"))
+    acc.sigmas[key] = sigma
+    lower = not m.higher_is_better
+    for col, L in enumerate(lengths):
+        _mark_best([r.cells[col] for r in rows], [_norms(enc_groups[r.encoding], L) for r in rows], sigma, lower)
+    _mark_best([r.id_cell for r in rows], [list(seed_norms[r.encoding][0].values()) for r in rows], sigma, lower)
+    learned = [r for r in rows if acc.id_mean(r.encoding, key) >= 0.5]
+    gaps = [[o - i for s, i in seed_norms[r.encoding][0].items() if (o := seed_norms[r.encoding][1].get(s)) is not None]
+            for r in learned]  # fmt: skip
+    _mark_best([r.gap for r in learned], gaps, sigma * 2**0.5 if sigma is not None else None, True)
+    _mark_best([r.ood_norm for r in rows], [list(seed_norms[r.encoding][1].values()) for r in rows], sigma)
     # rows best first: by OOD normalised score, then ID score, then name
     rows.sort(key=lambda r: (r.ood_norm.value is None, -(r.ood_norm.value or 0.0), -acc.id_mean(r.encoding, key),
                              r.encoding))  # fmt: skip
@@ -293,9 +302,18 @@ def _entries(encodings: Sequence[str], groups: Mapping[tuple[str, int], Any], co
     entries.sort(key=lambda e: (e.ood.value is None, -(e.ood.value or 0.0), -(e.id.value or 0.0), e.encoding))
     for i, e in enumerate(entries, 1):
         e.rank = i
-    for attr in ("id", "ood"):
-        _mark_best([getattr(e, attr) for e in entries], max)
+    _mark_leader(entries, acc)
     return entries
+
+
+def _mark_leader(entries: Sequence[Entry], acc: _Scores) -> None:
+    """The leaderboard's best ID / OOD aggregate: with several seeds when its interval separates from every other
+    one; with one seed when it beats every other by more than the tasks' pooled seed noise; else a tie."""
+    sigma = noise.aggregate_sigma(list(acc.sigmas.values()))
+    for attr, per in (("id", acc.id_norm), ("ood", acc.ood_norm)):
+        samples = [scoring.aggregate_per_seed(per.get(e.encoding, {})) for e in entries]
+        for e, best in zip(entries, noise.marked_best(samples, sigma), strict=True):
+            getattr(e, attr).best = best
 
 
 def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
@@ -321,11 +339,21 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
     return Assembled(views, entries, colors, markers, heat, acc.has_deltas, groups, keys)
 
 
-def _mark_best(cells: Sequence[Cell], better: Callable[[Iterable[float]], float]) -> None:
-    """Highlight every cell whose value, as displayed, equals the best displayed value (ties all highlighted)."""
-    flags = scoring.best_of([c.value for c in cells], cells[0].digits if cells else 0, better)
+def _norms(group: Group, length: int) -> list[float]:
+    """The per-seed normalised scores of one encoding at one length."""
+    return [float(r["norm"]) for r in group.by_length.get(length, {}).values() if finite(r["norm"])]
+
+
+def _mark_best(cells: Sequence[Cell], samples: Sequence[Sequence[float]], sigma: float | None,
+               lower_is_better: bool = False) -> None:  # fmt: skip
+    """Highlight the one cell that beats every other beyond the noise (:func:`pebench.analysis.noise.marked_best`,
+    on per-seed normalised ``samples``) and is not tied with another at the shown precision; else none."""
+    flags = noise.marked_best(samples, sigma)
+    shown = scoring.best_of([c.value for c in cells], cells[0].digits if cells else 0,
+                            min if lower_is_better else max)  # fmt: skip
+    unique = sum(shown) == 1
     for c, best in zip(cells, flags, strict=True):
-        c.best = best
+        c.best = best and unique and c.value is not None
 
 
 def _aggregate(per_task: Mapping[str, Mapping[int, float]]) -> Cell:

@@ -1,6 +1,8 @@
 """The suite's closing summary in the terminal: per task, encodings x evaluated lengths in the task's own metric,
 in-distribution lengths (up to the training length) left of ``|`` and longer ones right of it, the chance level, and
-the best score of each column marked ``*`` only when no other encoding ties it at the displayed precision.
+the best score of each column marked ``*`` only when it beats every other encoding beyond the noise
+(:mod:`pebench.analysis.noise`: intervals that separate with several seeds, more than the task's measured seed spread
+with one); otherwise nothing is marked.
 
 Several seeds are averaged (the mean over the seeds' ``ok`` results); a case without a score shows its status.
 """
@@ -11,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from pebench import metrics
-from pebench.analysis import scoring
+from pebench.analysis import noise, scoring
 from pebench.store.record import ResultRecord
 
 
@@ -20,6 +22,11 @@ def case_score(record: ResultRecord) -> str:
     m = metrics.of_result(record.metric, record.higher_is_better)
     value = m.display(record.score)
     return f"{m.label} {value:.{m.digits}f}{'%' if m.percent else ''}" if value is not None else record.status
+
+
+def _norm(r: ResultRecord, m: metrics.Metric) -> float | None:
+    vocab = ((r.config or {}).get("model") or {}).get("vocab_size")
+    return scoring.normalised(r.score, m, r.chance_level, r.status, vocab)
 
 
 def score_tables(records: Iterable[ResultRecord]) -> list[str]:
@@ -42,10 +49,13 @@ def score_tables(records: Iterable[ResultRecord]) -> list[str]:
                 cells[(enc, L)] = m.display(scoring.mean(r.score for r in mine if r.status == "ok"))
                 notes[(enc, L)] = ",".join(sorted({r.status for r in mine if r.status != "ok"})) or "-"
         best = {}
+        sigma = noise.task_sigma(task, recs[0].config)
         for L in lengths:
-            flags = scoring.best_of([cells[(e, L)] for e in encodings], m.digits,
-                                    max if m.higher_is_better else min)  # fmt: skip
-            best[L] = encodings[flags.index(True)] if sum(flags) == 1 else None  # a tie marks nothing
+            samples = [[_norm(r, m) for r in recs if r.encoding == e and r.eval_length == L] for e in encodings]
+            flags = noise.marked_best(samples, sigma)
+            shown = scoring.best_of([cells[(e, L)] for e in encodings], m.digits, max if m.higher_is_better else min)
+            # within the noise, or tied at the shown precision: nothing marked
+            best[L] = encodings[flags.index(True)] if any(flags) and sum(shown) == 1 else None
         chance_text = "" if chance is None else f", chance {m.display(chance):.3g}{'%' if m.percent else ''}"
         direction = "higher" if m.higher_is_better else "lower"
         lines.append(f"{task} (train length {train_length}): {m.unit}, {direction} is better{chance_text}")

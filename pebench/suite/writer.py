@@ -137,7 +137,8 @@ class ResultWriter:
         terminalreporter.write_sep("-", f"pebench: scores of run {self.run_id}")
         for line in score_tables(self.records):
             terminalreporter.write_line(line)
-        terminalreporter.write_line("(ID lengths | OOD lengths; * best of its column, unmarked when tied)")
+        terminalreporter.write_line("(ID lengths | OOD lengths; * best of its column beyond the seed noise, unmarked "
+                                    "when within it)")
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {safe_url(self.url)}")
         if self.report_line:
             terminalreporter.write_line(self.report_line)

@@ -1,7 +1,9 @@
-"""The suite's terminal summary: per-task score tables (ID | OOD, chance, best marked unless tied) from hand-made
-records, and on a small run: scores on each ``-v`` line, the report command, pytest-benchmark's table only when
+"""The suite's terminal summary: per-task score tables (ID | OOD, chance, best marked only beyond the noise) from
+hand-made records, and on a small run: scores on each ``-v`` line, the report command, pytest-benchmark's table only when
 asked."""
 
+from pebench.analysis import noise
+from pebench.analysis.noise import protocol_hash
 from pebench.store.record import ResultRecord
 from pebench.suite.summary import case_score, score_tables
 
@@ -13,24 +15,37 @@ def rec(enc, length, score, seed=0, status="ok", task="k_back", metric="accuracy
                         score=score if status == "ok" else None)  # fmt: skip
 
 
-def test_tables_from_hand_made_scores():
+def test_tables_from_hand_made_scores(monkeypatch):
+    three = lambda enc, length, scores, **kw: [rec(enc, length, v, seed=i, **kw) for i, v in enumerate(scores)]  # noqa: E731
     records = [
-        rec("rope", 64, 1.0), rec("rope", 128, 0.5, seed=0), rec("rope", 128, 0.7, seed=1),  # mean 60.0
-        rec("alibi", 64, 0.99996), rec("alibi", 128, 0.3), rec("alibi", 256, None, status="diverged"),
-        rec("rope", 256, 0.25),
+        *three("rope", 64, [1.0] * 3), *three("alibi", 64, [0.99996] * 3),  # both show 100.0: a tie
+        *three("rope", 128, [0.60, 0.62, 0.61]), *three("alibi", 128, [0.30, 0.31, 0.32]),  # intervals separate
+        rec("alibi", 256, None, status="diverged"), rec("rope", 256, 0.25),  # one seed each
+        rec("rope", 64, 0.302, task="copy"), rec("alibi", 64, 0.304, task="copy"),  # one seed, 0.2 points apart
         rec("rope", 64, 4.0, task="lm", metric="perplexity", hib=False, chance=256.0),
         rec("alibi", 64, 5.0, task="lm", metric="perplexity", hib=False, chance=256.0),
     ]  # fmt: skip
     lines = score_tables(records)
-    assert lines[0] == "k_back (train length 64): accuracy %, higher is better, chance 2%"
-    assert lines[1].split() == ["encoding", "64", "|", "128", "256"]
-    # 99.996 and 100.0 both show as 100.0: a tie, so no mark at 64; rope is best alone at 128 and 256
-    assert lines[2].split() == ["alibi", "100.0", "|", "30.0", "diverged"]
-    assert lines[3].split() == ["rope", "100.0", "|", "60.0*", "25.0*"]
-    assert lines[4] == "lm (train length 64): perplexity, lower is better, chance 256"
-    assert lines[6].split() == ["alibi", "5.00", "|"] and lines[7].split() == ["rope", "4.00*", "|"]
-    assert case_score(records[0]) == "accuracy 100.0%" and case_score(records[7]) == "perplexity 4.00"
-    assert case_score(records[5]) == "diverged"
+    assert lines[0] == "copy (train length 64): accuracy %, higher is better, chance 2%"
+    assert lines[2].split() == ["alibi", "30.4", "|"] and lines[3].split() == ["rope", "30.2", "|"]  # no spread known
+    assert lines[4] == "k_back (train length 64): accuracy %, higher is better, chance 2%"
+    assert lines[5].split() == ["encoding", "64", "|", "128", "256"]
+    # 64: a tie at the shown precision; 128: rope's seeds beat alibi's beyond their intervals; 256: one seed and no
+    # measured spread for this configuration, so rope's 25% against a diverged alibi is not marked
+    assert lines[6].split() == ["alibi", "100.0", "|", "31.0", "diverged"]
+    assert lines[7].split() == ["rope", "100.0", "|", "61.0*", "25.0"]
+    assert lines[8] == "lm (train length 64): perplexity, lower is better, chance 256"
+    assert lines[10].split() == ["alibi", "5.00", "|"] and lines[11].split() == ["rope", "4.00", "|"]
+    assert case_score(records[0]) == "accuracy 100.0%" and case_score(records[-1]) == "perplexity 5.00"
+    assert case_score(records[12]) == "diverged"
+
+    # with a measured seed spread (sigma 0.02 of the normalised score: a single-seed pair must differ by more than
+    # 1.96 * sqrt(2) * 0.02 = 0.055): rope's 25% beats a diverged run (normalised 0.23 vs 0), copy's 0.2 points do not
+    spread = {"tasks": {t: {"sigma": 0.02, "protocol": protocol_hash({})} for t in ("k_back", "copy")}}
+    monkeypatch.setattr(noise, "spread_data", lambda path=None: spread)
+    lines = score_tables(records)
+    assert lines[3].split() == ["rope", "30.2", "|"] and lines[2].split() == ["alibi", "30.4", "|"]
+    assert lines[7].split() == ["rope", "100.0", "|", "61.0*", "25.0*"]
 
 
 def test_summary_of_a_small_run(run_suite, tiny, tmp_path):

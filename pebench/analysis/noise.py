@@ -1,0 +1,145 @@
+"""When is a difference larger than the noise? No single-seed winners.
+
+A cell, a task's column or the leaderboard marks one encoding as best only when it beats *every* other encoding
+beyond the noise (:func:`marked_best`); otherwise nothing is marked -- a tie. Comparisons are on normalised scores
+(:meth:`pebench.metrics.Metric.normalise`: 0 = chance, 1 = perfect; higher is better), one value per seed:
+
+* **several seeds on both sides**: the two 95% Student-t intervals of the per-seed values separate (the best one's
+  lower end above the other's upper end; :func:`pebench.analysis.stats.t_interval` -- with few seeds wider than the
+  BCa intervals the leaderboard shows, so on the safe side);
+* **otherwise** (one seed on a side): the difference of the means exceeds ``1.96 * sigma * sqrt(1/n_a + 1/n_b)``,
+  with ``sigma`` the task's seed-to-seed standard deviation of one result's normalised score -- measured once for the
+  core encodings at the default configuration and shipped as data (``pebench/data/seed_spread.json``, with its
+  provenance; :func:`measure_spread` computes it and ``pebench seed-spread`` regenerates it). A task without a
+  measured spread *for the configuration it ran with* (:func:`protocol_hash`) has no single-seed marks at all.
+
+The measured ``sigma`` of a task is the pooled (root-mean-square) standard deviation over seeds, across the core
+encodings and the evaluated lengths: for a pair of single-seed scores the threshold is then 1.96 * sqrt(2) * sigma.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pebench.analysis.scoring import add_normalised, finite
+from pebench.analysis.stats import t_interval
+from pebench.hashing import config_hash
+
+SPREAD_FILE = Path(__file__).resolve().parents[1] / "data" / "seed_spread.json"
+Z95 = 1.959964
+PROTOCOL_KEYS = ("task", "model", "train", "eval")
+"""The parts of a case's config that the seed-to-seed spread depends on (not the encoding)."""
+
+
+def protocol_hash(config: Mapping[str, Any]) -> str:
+    """The hash of a config's task, model, training and evaluation settings (everything but the encoding)."""
+    return config_hash({k: config.get(k) for k in PROTOCOL_KEYS})
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict[str, Any]:
+    p = Path(path)
+    return json.loads(p.read_text()) if p.is_file() else {"tasks": {}}
+
+
+def spread_data(path: Path | None = None) -> dict[str, Any]:
+    """The shipped seed-spread data: ``{"provenance": {...}, "tasks": {task: {"sigma", "protocol", ...}}}``."""
+    return _load(str(path or SPREAD_FILE))
+
+
+def task_sigma(task: str, config: Mapping[str, Any] | None, data: Mapping[str, Any] | None = None) -> float | None:
+    """The measured seed-to-seed sigma of ``task``, if it was measured with ``config``'s protocol, else None."""
+    entry = (data or spread_data())["tasks"].get(task)
+    if entry is None or not isinstance(config, Mapping) or entry.get("protocol") != protocol_hash(config):
+        return None
+    return float(entry["sigma"])
+
+
+def beyond_noise(a: Sequence[float], b: Sequence[float], sigma: float | None) -> bool:
+    """Whether the per-seed normalised scores ``a`` beat ``b`` beyond the noise (see the module's rules)."""
+    if not a or not b:
+        return bool(a)
+    mean_a, half_a, n_a = t_interval(a)
+    mean_b, half_b, n_b = t_interval(b)
+    if half_a is not None and half_b is not None:
+        return mean_a - half_a > mean_b + half_b
+    if sigma is None:
+        return False
+    return mean_a - mean_b > Z95 * sigma * math.sqrt(1 / n_a + 1 / n_b)
+
+
+def marked_best(samples: Sequence[Sequence[float]], sigma: float | None, digits: int | None = None) -> list[bool]:
+    """Which candidate is marked best: the one of highest mean per-seed normalised score, and only when it beats
+    every other candidate with a score beyond the noise (and, with ``digits``, is not tied with one at that
+    precision). At most one True; none with fewer than two candidates."""
+    clean = [[float(v) for v in s if finite(v)] for s in samples]
+    present = [i for i, s in enumerate(clean) if s]
+    out = [False] * len(samples)
+    if len(present) < 2:
+        return out
+    means = {i: sum(clean[i]) / len(clean[i]) for i in present}
+    top = max(present, key=lambda i: means[i])
+    for j in present:
+        if j == top:
+            continue
+        if digits is not None and round(means[top], digits) == round(means[j], digits):
+            return out
+        if not beyond_noise(clean[top], clean[j], sigma):
+            return out
+    out[top] = True
+    return out
+
+
+def aggregate_sigma(sigmas: Sequence[float | None]) -> float | None:
+    """The noise of a mean over tasks of one seed each: sqrt(mean sigma^2 / n); None when a task's is unknown."""
+    if not sigmas or any(s is None for s in sigmas):
+        return None
+    return math.sqrt(sum(s * s for s in sigmas) / len(sigmas)) / math.sqrt(len(sigmas))  # type: ignore[operator]
+
+
+def measure_spread(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per task of a run with several seeds: ``sigma`` (pooled standard deviation over seeds of one result's
+    normalised score, across encodings and evaluated lengths), the number of seeds, the encodings and lengths it
+    pooled, the largest per-(encoding, length) standard deviation, and the protocol hash of its config."""
+    df = add_normalised(df)
+    df = df[df["norm"].notna()]
+    out: dict[str, dict[str, Any]] = {}
+    for task, g in df.groupby("task"):
+        variances, worst = [], 0.0
+        for _, cell in g.groupby(["encoding", "eval_length"]):
+            vals = cell.drop_duplicates("seed", keep="last")["norm"].astype(float)
+            if len(vals) >= 2:
+                variances.append(float(vals.var(ddof=1)))
+                worst = max(worst, math.sqrt(variances[-1]))
+        protocols = {protocol_hash(c) for c in g["config"]}
+        if not variances or len(protocols) != 1:
+            continue
+        seeds = sorted(set(g["seed"]))
+        out[str(task)] = {
+            "sigma": round(math.sqrt(sum(variances) / len(variances)), 6),
+            "max_sd": round(worst, 6),
+            "seeds": len(seeds),
+            "encodings": sorted(set(g["encoding"])),
+            "lengths": sorted(int(v) for v in set(g["eval_length"])),
+            "protocol": protocols.pop(),
+        }
+    return out
+
+
+def spread_table(tasks: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Lines for the terminal: task, sigma, the single-seed threshold for a pair, seeds, encodings."""
+    lines = [f"{'task':<18} {'sigma':>7} {'pair threshold':>14} {'seeds':>5}  encodings"]
+    by_task: dict[str, Any] = defaultdict(dict, tasks)
+    for task in sorted(by_task):
+        t = by_task[task]
+        threshold = Z95 * math.sqrt(2) * t["sigma"]
+        lines.append(f"{task:<18} {t['sigma']:>7.4f} {threshold:>14.4f} {t['seeds']:>5}  {','.join(t['encodings'])}")
+    return lines

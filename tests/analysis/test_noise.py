@@ -1,0 +1,101 @@
+"""No single-seed winners: a difference is marked only beyond the noise (pebench.analysis.noise), with numbers
+written out by hand."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from pebench.analysis import noise
+from pebench.analysis.noise import marked_best, measure_spread, protocol_hash, task_sigma
+
+SIGMA = 0.02  # single-seed pair threshold: 1.96 * sqrt(2) * 0.02 = 0.0554
+
+
+def test_one_seed_needs_a_measured_spread_and_a_difference_beyond_it():
+    # the issue's example: alibi 0.304 over rope 0.302 from one seed is a tie
+    assert marked_best([[0.304], [0.302]], SIGMA) == [False, False]
+    assert marked_best([[0.304], [0.302]], None) == [False, False]
+    assert marked_best([[0.36], [0.30]], SIGMA) == [True, False]  # 0.06 > 0.0554
+    assert marked_best([[0.35], [0.30]], SIGMA) == [False, False]  # 0.05 < 0.0554
+    assert marked_best([[0.36], [0.30]], None) == [False, False]  # no measured spread: never marked
+    # the best must beat every other, not only the runner-up's neighbour
+    assert marked_best([[0.9], [0.2], [0.88]], SIGMA) == [False, False, False]
+    assert marked_best([[0.9], [], [0.5]], SIGMA) == [True, False, False]  # a missing score does not compete
+    assert marked_best([[0.9]], SIGMA) == [False]  # alone: nothing to beat
+
+
+def test_several_seeds_need_separated_intervals():
+    # means 0.61 and 0.31, Student-t 95% half-widths 4.303 * 0.01 / sqrt(3) = 0.0248: [0.585, 0.635] vs [0.285, 0.335]
+    assert marked_best([[0.60, 0.62, 0.61], [0.30, 0.31, 0.32]], None) == [True, False]
+    # means 0.60 and 0.50 with half-widths 12.71 * 0.1414 / sqrt(2) = 1.27: the intervals overlap, whatever sigma says
+    assert marked_best([[0.5, 0.7], [0.45, 0.55]], SIGMA) == [False, False]
+    # several seeds against one: the spread decides, with n: 1.96 * 0.02 * sqrt(1/3 + 1) = 0.0453
+    assert marked_best([[0.60, 0.62, 0.61], [0.56]], SIGMA) == [True, False]  # 0.05 > 0.0453
+    assert marked_best([[0.60, 0.62, 0.61], [0.57]], SIGMA) == [False, False]  # 0.04 < 0.0453
+
+
+CONFIG = {"encoding": {"name": "rope"}, "task": {"name": "k_back", "options": {"k": 3}}, "model": {"d_model": 128},
+          "train": {"steps": 200}, "eval": {"samples": 256}}  # fmt: skip
+
+
+def test_the_spread_applies_only_to_the_configuration_it_was_measured_with():
+    data = {"tasks": {"k_back": {"sigma": 0.03, "protocol": protocol_hash(CONFIG)}}}
+    assert task_sigma("k_back", CONFIG, data) == 0.03
+    assert task_sigma("k_back", {**CONFIG, "encoding": {"name": "alibi"}}, data) == 0.03  # any encoding
+    assert task_sigma("k_back", {**CONFIG, "train": {"steps": 50}}, data) is None  # other training
+    assert task_sigma("copy", CONFIG, data) is None  # not measured
+    shipped = noise.spread_data()
+    assert "provenance" in shipped and shipped["provenance"]["regenerate"].startswith("pytest suite")
+    for entry in shipped["tasks"].values():
+        assert 0 <= entry["sigma"] <= entry["max_sd"] <= 0.5 and entry["seeds"] >= 3
+
+
+def _row(enc, length, seed, score, config=CONFIG, status="ok"):
+    return {"encoding": enc, "task": "k_back", "eval_length": length, "seed": seed, "score": score, "status": status,
+            "metric": "accuracy", "higher_is_better": True, "chance_level": 0.5, "config": config}  # fmt: skip
+
+
+def test_measured_spread_is_the_pooled_standard_deviation_of_normalised_scores():
+    # chance 0.5: normalised = 2 * (score - 0.5). rope@64: 1.0, 0.9, 0.8 -> 1.0, 0.8, 0.6 (var 0.04);
+    # alibi@64: 0.75 x3 -> var 0; rope@128: 0.5, 0.6, 0.7 -> 0, 0.2, 0.4 (var 0.04). Pooled sd = sqrt(0.08 / 3).
+    rows = [_row("rope", 64, s, v) for s, v in enumerate([1.0, 0.9, 0.8])]
+    rows += [_row("alibi", 64, s, 0.75) for s in range(3)]
+    rows += [_row("rope", 128, s, v) for s, v in enumerate([0.5, 0.6, 0.7])]
+    out = measure_spread(pd.DataFrame(rows))["k_back"]
+    assert out["sigma"] == pytest.approx(math.sqrt(0.08 / 3), abs=1e-6)
+    assert out["max_sd"] == pytest.approx(0.2, abs=1e-6) and out["seeds"] == 3
+    assert out["encodings"] == ["alibi", "rope"] and out["lengths"] == [64, 128]
+    assert out["protocol"] == protocol_hash(CONFIG)
+    json.dumps(out)  # shipped as JSON
+
+
+def test_seed_spread_command(tmp_path, capsys):
+    from pebench import store
+    from pebench.cli import main
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    engine = store.open_db(url)
+    run = store.start_run(engine, {"package_version": "0", "torch_version": "t", "python_version": "3",
+                                   "device": "cpu", "host": "h"})  # fmt: skip
+    for r in [_row("rope", 64, s, v) for s, v in enumerate([1.0, 0.9, 0.8])]:
+        store.add_result(engine, run, {**r, "case_id": f"rope-k_back-L64-s{r['seed']}", "encoding_version": "1",
+                                       "task_version": "1", "train_length": 64, "config_hash": "h"})  # fmt: skip
+    store.finish_run(engine, run, "finished")
+    engine.dispose()
+    out = tmp_path / "spread.json"
+    assert main(["seed-spread", "--db", url, "-o", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["tasks"]["k_back"]["sigma"] == pytest.approx(0.2) and data["provenance"]["run"] == 1
+    assert "k_back" in capsys.readouterr().out
+    engine = store.open_db(url)  # a run of one seed: a one-line error naming the command that measures it
+    run = store.start_run(engine, {"package_version": "0", "torch_version": "t", "python_version": "3",
+                                   "device": "cpu", "host": "h"})  # fmt: skip
+    store.add_result(engine, run, {**_row("rope", 64, 0, 0.9), "case_id": "rope-k_back-L64", "encoding_version": "1",
+                                   "task_version": "1", "train_length": 64, "config_hash": "h"})  # fmt: skip
+    store.finish_run(engine, run, "finished")
+    engine.dispose()
+    assert main(["seed-spread", "--db", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--seeds 3" in err
