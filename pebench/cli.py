@@ -145,8 +145,9 @@ def _database(args: argparse.Namespace) -> int:
     return 0 if state.kind == "current" else 1
 
 
-SPREAD_COMMAND = ("pytest suite --encoding nope,sinusoidal,learned,rope,alibi --task TASKS --seeds 3 --db "
-                  "sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
+SPREAD_TASKS = "k_back,copy,reverse,sort,add_nocarry,long_range_match"
+SPREAD_COMMAND = (f"pytest suite --encoding nope,sinusoidal,learned,rope,alibi --task {SPREAD_TASKS} --seeds 3 "
+                  "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
                   "-o pebench/data/seed_spread.json")
 
 
@@ -170,7 +171,8 @@ def _seed_spread(args: argparse.Namespace) -> int:
             "provenance": {
                 "what": "seed-to-seed standard deviation of one result's normalised score, pooled over the "
                         "encodings and evaluated lengths of each task (pebench/analysis/noise.py)",
-                "run": int(first["run_id"]), "git_commit": first["run_git_commit"], "git_dirty": first["run_git_dirty"],
+                "run": int(first["run_id"]), "git_commit": first["run_git_commit"],
+                "git_dirty": bool(first["run_git_dirty"]),
                 "torch_version": first["run_torch_version"], "device": first["run_device"],
                 "measured": f"{first['run_started_at']:%Y-%m-%d}",
                 "written": dt.date.today().isoformat(), "regenerate": SPREAD_COMMAND,

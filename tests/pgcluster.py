@@ -43,6 +43,30 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+PREFIX = "pebench-pg-"
+
+
+def _stop_orphans(cluster: Cluster) -> None:
+    """Stop and remove the clusters of test sessions that were killed before they could stop theirs."""
+    for d in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
+        pid = d.name.removeprefix(PREFIX).split("-")[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        subprocess.run([*cluster.as_user, str(cluster.bindir / "pg_ctl"), "-D", str(d / "data"), "-m", "immediate",
+                        "stop"], capture_output=True, timeout=60)  # fmt: skip
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Cluster:
     """One running server; :meth:`new_database` gives a URL of an empty database of its own."""
 
@@ -55,13 +79,13 @@ class Cluster:
         except ImportError:
             _unavailable("the psycopg driver is not installed; pip install -e '.[postgres]'")
         self.bindir = bindir
-        self.dir = Path(tempfile.mkdtemp(prefix="pebench-pg-"))
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        _stop_orphans(self)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
         self.data = self.dir / "data"
         self.port = _free_port()
-        self.as_user: list[str] = []
-        if os.geteuid() == 0:  # initdb refuses to run as root: run the server as the postgres system user
+        if self.as_user:  # initdb refuses to run as root: run the server as the postgres system user
             shutil.chown(self.dir, "postgres")
-            self.as_user = ["runuser", "-u", "postgres", "--"]
         pwfile = self.dir / "pw"
         pwfile.write_text(PASSWORD + "\n")
         if self.as_user:
