@@ -1,5 +1,6 @@
 """The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``,
-``pebench report``, ``pebench compare``, ``pebench merge``, ``pebench db status|upgrade``, ``pebench seed-spread``."""
+``pebench report``, ``pebench findings``, ``pebench compare``, ``pebench merge``, ``pebench db status|upgrade``,
+``pebench seed-spread``."""
 
 from __future__ import annotations
 
@@ -95,6 +96,16 @@ def _report(args: argparse.Namespace) -> int:
 
         webbrowser.open(info.path.resolve().as_uri())
     return 0
+
+
+def _findings(args: argparse.Namespace) -> int:
+    import json
+
+    from pebench.analysis.findings import render, run_findings, to_dict
+
+    report = run_findings(_db(args), args.run)
+    print(json.dumps(to_dict(report), indent=2) if args.json else render(report))
+    return 1 if args.strict and report.any_fails else 0
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -223,6 +234,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="leaderboard.html", help="output file (default leaderboard.html)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.set_defaults(func=_report)
+
+    p = sub.add_parser(
+        "findings",
+        help="check published claims about positional encodings against a run (holds / does not hold / not run)",
+        description="Evaluate every registered finding (a published claim written as inequalities on scores at "
+        "multiples of the training length) against one run: holds, does not hold, or not run (naming the missing "
+        "cases and the suite command that runs them), with the numbers used and, with several seeds, 95%% "
+        "bootstrap intervals. Exit status 0 (it is a report), 1 with --strict when a finding does not hold, 2 on "
+        "bad input. The claims are described in docs/findings.md.",
+    )
+    add_flags(p.add_argument, ["db"])
+    p.add_argument("--run", default="latest",
+                   help="run id, latest, previous, or all (the latest result of every case) (default latest)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a finding does not hold")
+    p.set_defaults(func=_findings)
 
     p = sub.add_parser(
         "compare",

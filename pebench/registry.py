@@ -1,5 +1,5 @@
-"""The one registry type: name -> class (encodings, tasks) or object (metrics), with one-line errors for unknown
-names."""
+"""The one registry type: name -> class (encodings, tasks) or object (metrics, findings), with one-line errors for
+unknown names."""
 
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Every registered name, sorted (names a resolver builds on demand are not listed)."""
         return sorted(self._items)
+
+    def items(self) -> list[T]:
+        """Every registered item, in the order of registration."""
+        return list(self._items.values())
 
     def build(self, name: str, *args: Any, options: Mapping[str, Any] | None = None) -> Any:
         """An instance of the class ``name``: ``cls(*args, **options)`` (options are validated by the class)."""

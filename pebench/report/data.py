@@ -11,6 +11,7 @@ from markupsafe import Markup
 
 from pebench.errors import PebenchError
 from pebench.report import charts, header, views
+from pebench.report.findings import findings_view
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id, safe_url
 
@@ -109,6 +110,7 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
             n_failures=n_failures,
             max_failures=header.MAX_FAILURES_SHOWN,
             superseded=int(len(df) - len(sel)) if choice == "all" else 0,
+            findings=findings_view(sel),
             any_partial=any(e.partial for e in assembled.entries),
         )
         return context

@@ -1,6 +1,6 @@
 """The suite's terminal summary: per-task score tables (ID | OOD, chance, best marked only beyond the noise) from
-hand-made records, and on a small run: scores on each ``-v`` line, the report command, pytest-benchmark's table only when
-asked."""
+hand-made records, and on a small run: scores on each ``-v`` line, the report command, pytest-benchmark's table only
+when asked."""
 
 from pebench.analysis import noise
 from pebench.analysis.noise import protocol_hash

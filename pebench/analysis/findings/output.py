@@ -1,0 +1,188 @@
+"""Findings of one run of a database: loading the run (:func:`load_run`), the verdicts (:func:`run_findings`), and
+their two forms, the terminal table (:func:`render`) and JSON (:func:`to_dict`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from pebench.analysis.findings.evaluate import (
+    FAILS,
+    HOLDS,
+    NOT_RUN,
+    CheckResult,
+    FindingResult,
+    TermValue,
+    fmt,
+    missing_text,
+)
+from pebench.analysis.findings.evaluate import evaluate_all as _evaluate_all
+from pebench.analysis.findings.published import FINDINGS
+from pebench.errors import PebenchError
+from pebench.store.database import safe_url
+from pebench.store.load import load
+
+RUN_CHOICES = "a run id, latest, previous or all"
+CASE_KEY = ["encoding", "task", "train_length", "eval_length", "seed"]
+
+
+class FindingsError(PebenchError):
+    """Bad input to ``pebench findings`` (the run selection)."""
+
+
+def check_run(run: int | str | None) -> int | str:
+    if run is None:
+        return "latest"
+    if isinstance(run, int) and not isinstance(run, bool):
+        return run
+    text = str(run).strip()
+    if text in ("latest", "previous", "all"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise FindingsError(f"--run {run!r} is not valid; expected {RUN_CHOICES}") from None
+
+
+def latest_of_each_case(df: pd.DataFrame) -> pd.DataFrame:
+    """The latest result of every (encoding, task, train length, eval length, seed) across runs."""
+    return df.sort_values("id").drop_duplicates(CASE_KEY, keep="last") if not df.empty else df
+
+
+def load_run(db_url: str, run: int | str | None = "latest") -> tuple[pd.DataFrame, list[int]]:
+    """The results of ``run`` (an id, ``latest``, ``previous``, or ``all``: the latest result of every case across
+    runs) and the run ids they come from. Unknown runs raise a one-line error."""
+    choice = check_run(run)
+    df = load(db_url, None if choice == "all" else choice)
+    if choice == "all":
+        df = latest_of_each_case(df)
+    return df, sorted(int(r) for r in df["run_id"].unique())
+
+
+def evaluate_all(df: pd.DataFrame) -> list[FindingResult]:
+    """Every registered finding against the results in ``df``."""
+    return _evaluate_all(df, FINDINGS.items())
+
+
+@dataclass
+class FindingsReport:
+    db_url: str
+    run: int | str
+    runs: list[int]
+    results: list[FindingResult]
+
+    def counts(self) -> Counter[str]:
+        return Counter(r.verdict for r in self.results)
+
+    @property
+    def any_fails(self) -> bool:
+        return any(r.verdict == FAILS for r in self.results)
+
+
+def run_findings(db_url: str, run: int | str | None = "latest") -> FindingsReport:
+    choice = check_run(run)
+    df, runs = load_run(db_url, choice)
+    return FindingsReport(db_url, choice, runs, evaluate_all(df))
+
+
+# -- text ------------------------------------------------------------------------------------------------------------
+def side_text(side: TermValue | float, n_seeds: int, unicode: bool = False) -> str:
+    """The number a side of a check stands for: ``0.561 [0.542, 0.579]`` (interval with several seeds),
+    ``1.05 * 5.30 = 5.57`` for a scaled term; ``-`` when a case is missing."""
+    if not isinstance(side, TermValue):
+        return f"{side:g}"
+    term, e = side.term, side.estimate
+    if e is None:
+        return "–" if unicode else "-"
+    text = fmt(e.mean, term.metric)
+    if term.factor != 1.0:
+        text = f"{term.factor:g} {'×' if unicode else '*'} {text}"
+    if term.offset:
+        text += f" {'+' if term.offset > 0 else '-'} {abs(term.offset):g}"
+    scaled = side.scaled()
+    assert scaled is not None
+    if term.factor != 1.0 or term.offset:
+        text += f" = {fmt(scaled.mean, term.metric)}"
+    if e.n > 1:
+        text += f" [{fmt(scaled.low, term.metric)}, {fmt(scaled.high, term.metric)}]"
+    if e.n != n_seeds:
+        text += f" ({e.n} seed{'s' if e.n != 1 else ''})"
+    return text
+
+
+def check_mark(c: CheckResult) -> str:
+    return "n/a" if c.holds is None else ("holds" if c.holds else "fails") + ("~" if c.within_noise else "")
+
+
+def verdict_text(r: FindingResult) -> str:
+    return r.verdict + (" (within noise)" if r.within_noise else "")
+
+
+def render(report: FindingsReport) -> str:
+    counts = report.counts()
+    runs = ", ".join(str(r) for r in report.runs) or "none"
+    which = "latest result of every case (runs " + runs + ")" if report.run == "all" else f"run {runs}"
+    lines = [
+        f"findings for {which} of {safe_url(report.db_url)}: {counts[HOLDS]} hold, {counts[FAILS]} do not hold, "
+        f"{counts[NOT_RUN]} not run",
+        "(verdicts on the means over seeds; [low, high]: 95% BCa bootstrap interval over seeds; a check marked ~ is "
+        "within noise: values inside the intervals give the other answer; see docs/findings.md)",
+    ]
+    for r in report.results:
+        n = len(r.seeds)
+        seeds = f"{n} seed{'s' if n != 1 else ''}" if n else "no results"
+        lines += ["", f"{r.name}: {verdict_text(r).upper()}  ({seeds})", f"  {r.finding.title}",
+                  f"  source: {r.finding.paper}"]  # fmt: skip
+        for c in r.checks:
+            numbers = f"{side_text(c.left, n)} {c.check.op} {side_text(c.right, n)}"
+            lines.append(f"  [{check_mark(c):<6}] {c.check.text(unicode=False)}:  {numbers}")
+        if r.missing:
+            lines.append(f"  missing ({missing_text(r.missing)})")
+            lines.append(f"  to run them: {r.command}")
+    return "\n".join(lines)
+
+
+# -- JSON ------------------------------------------------------------------------------------------------------------
+def _side(side: TermValue | float) -> dict[str, Any] | float:
+    if not isinstance(side, TermValue):
+        return side
+    out: dict[str, Any] = {"term": side.term.text(unicode=False), "factor": side.term.factor,
+                           "offset": side.term.offset,
+                           "missing": [{"case": c, "reason": why} for c, why in side.missing]}  # fmt: skip
+    scaled = side.scaled()
+    if side.estimate is not None and scaled is not None:
+        out.update(mean=scaled.mean, low=scaled.low, high=scaled.high, n=scaled.n, unscaled_mean=side.estimate.mean,
+                   per_seed={str(s): v for s, v in side.per_seed.items()})  # fmt: skip
+    return out
+
+
+def result_dict(r: FindingResult) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "title": r.finding.title,
+        "paper": r.finding.paper,
+        "claim": r.finding.claim,
+        "verdict": r.verdict,
+        "within_noise": r.within_noise,
+        "seeds": r.seeds,
+        "checks": [
+            {"check": c.check.text(unicode=False), "holds": c.holds, "within_noise": c.within_noise,
+             "left": _side(c.left), "right": _side(c.right)}
+            for c in r.checks
+        ],  # fmt: skip
+        "missing": [{"case": c, "reason": why} for c, why in r.missing],
+        "command": r.command,
+    }
+
+
+def to_dict(report: FindingsReport) -> dict[str, Any]:
+    return {
+        "db": safe_url(report.db_url),
+        "run": report.run,
+        "runs": report.runs,
+        "counts": {v: report.counts()[v] for v in (HOLDS, FAILS, NOT_RUN)},
+        "findings": [result_dict(r) for r in report.results],
+    }
