@@ -28,6 +28,9 @@ class Option:
     choices: tuple[Any, ...] | Callable[[], Sequence[Any]] | None = None
     """The valid values, or a function returning them when they are only known at run time (e.g. every encoding
     registered with some capability)."""
+    eval_only: bool = False
+    """True when the option changes only how a trained model is evaluated, never its training: models that differ
+    only in such options are the same model (the runner trains one and shares its checkpoint)."""
 
     @property
     def valid_choices(self) -> tuple[Any, ...] | None:

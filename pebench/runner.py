@@ -31,7 +31,7 @@ from pebench.settings import Settings
 from pebench.store import attention
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
-from pebench.training import TrainInfo, evaluate, train
+from pebench.training import TrainInfo, eval_positions, evaluate, train
 
 Timer = Callable[[Callable[[], TrainInfo]], TrainInfo]
 """Wraps the call that trains a model, e.g. pytest-benchmark's ``benchmark.pedantic`` (see the suite)."""
@@ -99,14 +99,17 @@ def attention_snapshot(
     (:func:`pebench.store.attention.encode`).
 
     The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
-    from (seed, "attention", task, length), then cut to ``n_tokens``: attention is causal, so these rows equal the
-    top-left block of the full sequence's maps.
+    from (seed, "attention", task, length), its positions as in evaluation (:func:`pebench.training.eval_positions`,
+    from a generator seeded from (seed, "attention positions", task, length)), then both are cut to ``n_tokens``:
+    attention is causal, so these rows equal the top-left block of the full sequence's maps.
     """
     gen = torch.Generator().manual_seed(derive_seed(seed, "attention", task.name, task.train_length))
+    pos_gen = torch.Generator().manual_seed(derive_seed(seed, "attention positions", task.name, task.train_length))
     batch = task.sample(1, task.train_length, gen, task.eval_splits[0])
     t = min(n_tokens, batch.inputs.shape[1])
     tokens = batch.inputs[:, :t].to(device)
-    positions = None if batch.positions is None else batch.positions[..., :t].to(device)
+    full = eval_positions(model, batch, pos_gen)
+    positions = None if full is None else full[..., :t].to(device)
     maps = model.attention_maps(tokens, positions, layer=-1)[0].float().cpu()  # (H, t, t)
     return attention.encode(maps.numpy(), len(model.blocks) - 1, tokens[0].tolist())
 
@@ -144,12 +147,18 @@ class Runner:
             train_length=task.train_length,
         )
 
-    def describe(self, case: Case) -> dict[str, Any]:
-        """The full configuration of ``case`` (without seed and length) -- stored with the result and hashed."""
+    def describe(self, case: Case, training: bool = False) -> dict[str, Any]:
+        """The full configuration of ``case`` (without seed and length) -- stored with the result and hashed.
+
+        ``training``: the configuration of the case's trained model, i.e. with every evaluation-only encoding option
+        (:attr:`pebench.options.Option.eval_only`) at its default."""
         task = self.task(case.task)
         enc_cls = encodings.get(case.encoding)
         ctx = self.encoding_context(task)
-        probe = enc_cls(ctx, **self.settings.encoding_options.get(case.encoding, {}))
+        given = self.settings.encoding_options.get(case.encoding, {})
+        if training:
+            given = {k: v for k, v in given.items() if not (k in enc_cls.options and enc_cls.options[k].eval_only)}
+        probe = enc_cls(ctx, **given)
         return {
             "encoding": {
                 "name": case.encoding,
@@ -164,9 +173,10 @@ class Runner:
             "eval": {"samples": self.settings.eval_samples},
         }
 
-    @staticmethod
-    def model_key(case: Case, config: dict[str, Any]) -> str:
-        """The identity of the trained model of ``case``: its configuration (without evaluation) and seed."""
+    def model_key(self, case: Case) -> str:
+        """The identity of the trained model of ``case``: its training configuration (without evaluation settings
+        and evaluation-only options, see :meth:`describe`) and seed."""
+        config = self.describe(case, training=True)
         return config_hash({k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed})
 
     def checkpoint_path(self, case: Case, key: str) -> Path | None:
@@ -177,7 +187,7 @@ class Runner:
     def model_for(self, case: Case, config: dict[str, Any], timer: Timer | None = None) -> TrainedModel:
         """The trained model of (encoding, task, seed, config): from memory, from a checkpoint, or trained now
         (through ``timer`` when given)."""
-        key = self.model_key(case, config)
+        key = self.model_key(case)
         if key in self._models:
             return replace(self._models[key], reused=True)
         if key in self.failed_models:

@@ -180,6 +180,14 @@ def eval_length(model: Transformer, train_length: int, length: int) -> Iterator[
         model.encoding.configure_eval(train_length, train_length)
 
 
+def eval_positions(model: Transformer, batch: Batch, generator: torch.Generator) -> torch.Tensor | None:
+    """The positions of an evaluation batch: the task's own when it sets them, else the encoding's
+    (:meth:`~pebench.encodings.base.PositionalEncoding.eval_positions`, drawn from ``generator``; None: 0..T-1)."""
+    if batch.positions is not None:
+        return batch.positions
+    return model.encoding.eval_positions(batch.inputs.shape[0], batch.inputs.shape[1], generator)
+
+
 @torch.no_grad()
 def evaluate(
     model: Transformer,
@@ -194,18 +202,22 @@ def evaluate(
     """Loss, token accuracy and sequence accuracy on ``n_samples`` held-out sequences at task length ``length``.
 
     The batches come from :meth:`Task.eval_batches` with a generator seeded from (seed, "eval", task, length,
-    split), separate from training. Token accuracy is over scored positions; a sequence is correct when all its
-    scored positions are; perplexity is exp(mean loss over scored positions).
+    split), separate from training; positions an encoding draws at evaluation (:func:`eval_positions`) come from a
+    second generator seeded from (seed, "eval positions", task, length, split), so they never change the data and
+    the same seed gives the same positions and metrics. Token accuracy is over scored positions; a sequence is
+    correct when all its scored positions are; perplexity is exp(mean loss over scored positions).
     """
     from pebench.hashing import derive_seed
 
     task.check_length(length)
     model.to(device).eval()
     gen = torch.Generator().manual_seed(derive_seed(seed, "eval", task.name, length, split))
+    pos_gen = torch.Generator().manual_seed(derive_seed(seed, "eval positions", task.name, length, split))
     total_loss = 0.0
     n_scored = n_correct = n_seq_correct = n_seq = 0
     with eval_length(model, task.train_length, length):
         for cpu_batch in task.eval_batches(length, n_samples, gen, split, batch_size):
+            cpu_batch = Batch(cpu_batch.inputs, cpu_batch.targets, eval_positions(model, cpu_batch, pos_gen))
             batch = cpu_batch.to(device)
             b = batch.inputs.shape[0]
             logits = model(batch.inputs, batch.positions)

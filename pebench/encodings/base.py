@@ -10,7 +10,11 @@ The model calls these hooks and never looks at an encoding's name:
 * :meth:`PositionalEncoding.on_step` -- the training step, for schedules;
 * :meth:`PositionalEncoding.configure_eval` -- the training and evaluation lengths before an evaluation, for
   encodings that adapt at inference time;
-* :meth:`PositionalEncoding.train_positions` -- the positions used for a training batch.
+* :meth:`PositionalEncoding.train_positions` -- the positions used for a training batch;
+* :meth:`PositionalEncoding.eval_positions` -- the positions used for an evaluation batch (None, the default:
+  ``0..T-1``), drawn from the evaluation's own seeded generator so that an evaluation is deterministic (the same
+  seed and configuration give the same positions and metrics). The trainer uses these two hooks wherever it builds
+  positions (training, evaluation, the stored attention snapshot) unless the task sets the batch's positions.
 
 Capabilities are class attributes, never name lists: :attr:`PositionalEncoding.position_indexed` says whether the
 encoding reads the index positions (NoPE and CoPE do not; neither does the DroPE schedule). A :class:`Wrapper`
@@ -100,6 +104,11 @@ class PositionalEncoding(nn.Module):
         """Positions for one training batch; default ``0..length-1`` shared by the batch."""
         return torch.arange(length)
 
+    def eval_positions(self, batch_size: int, length: int, generator: torch.Generator) -> Tensor | None:
+        """Positions for one evaluation batch, ``(T,)`` or ``(B, T)``, drawn from ``generator`` (seeded by the
+        evaluation); default None: ``0..length-1`` shared by the batch."""
+        return None
+
     def extra_config(self) -> dict[str, Any]:
         """Anything beyond the options that identifies this encoding's configuration (stored with results)."""
         return {}
@@ -136,6 +145,9 @@ class Wrapper(PositionalEncoding):
 
     def train_positions(self, batch_size: int, length: int, generator: torch.Generator | None) -> Tensor:
         return self.inner.train_positions(batch_size, length, generator)
+
+    def eval_positions(self, batch_size: int, length: int, generator: torch.Generator) -> Tensor | None:
+        return self.inner.eval_positions(batch_size, length, generator)
 
     def extra_config(self) -> dict[str, Any]:
         return self.inner.extra_config()

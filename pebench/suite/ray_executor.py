@@ -83,7 +83,7 @@ def train_models(runner: Runner, cases: Iterable[Case], address: str | None, mod
     out = RayRun(address=address or "local")
     for case in cases:
         config = runner.describe(case)
-        key = runner.model_key(case, config)
+        key = runner.model_key(case)
         if key in seen:
             continue
         seen.add(key)

@@ -398,21 +398,6 @@ def test_a_new_position_indexed_encoding_is_wrappable_without_editing_a_list():
 # -- randomized ----------------------------------------------------------------------------------------------------
 
 
-def test_randomized_training_positions():
-    enc = encodings.build("randomized_rope", ctx(max_len=100))
-    gen = torch.Generator().manual_seed(0)
-    pos = enc.train_positions(8, 30, gen)
-    assert pos.shape == (8, 30)
-    assert (pos[:, 1:] > pos[:, :-1]).all()  # sorted and distinct
-    assert pos.min() >= 0 and pos.max() < 100
-    assert len({tuple(r) for r in pos.tolist()}) == 8  # drawn per sample
-    assert pos.max() > 30  # positions beyond the training length are used
-    again = enc.train_positions(8, 30, torch.Generator().manual_seed(0))
-    assert torch.equal(pos, again)
-    with pytest.raises(LengthError, match="valid: <= 100"):
-        enc.train_positions(1, 101, gen)
-
-
 def test_randomized_evaluates_like_the_wrapped_encoding():
     wrapped, plain = make_model("randomized_rope", options={"base": 500.0}), make_model("rope", options={"base": 500.0})
     assert wrapped.encoding.inner.opts["base"] == 500.0
