@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor
 
-from pebench.encodings.base import EncodingContext, PositionalEncoding, relative_distances
+from pebench.encodings.base import EncodingContext, PositionalEncoding, PositionMemo, relative_distances
 from pebench.encodings.registry import register
 
 
@@ -42,11 +42,17 @@ class ALiBi(PositionalEncoding):
     name = "alibi"
     description = "linear distance penalty on attention scores, one slope per head"
     paper = "Press et al. 2022, arXiv:2108.12409"
+    bias_shared_by_layers = True
 
     def __init__(self, ctx: EncodingContext, **options: object) -> None:
         super().__init__(ctx, **options)
         self.register_buffer("slopes", torch.tensor(alibi_slopes(ctx.n_heads)), persistent=False)
+        self._memo = PositionMemo(self.bias_of)
 
-    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor:
+    def bias_of(self, positions: Tensor) -> Tensor:
+        """``-m_h·|i - j|``: ``(H, T, T)``, or ``(B, H, T, T)`` for per-sample positions."""
         dist = relative_distances(positions).abs().to(torch.float32)
         return -self.slopes.to(dist.device)[:, None, None] * dist
+
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor:
+        return self._memo(positions)  # a function of the positions only: computed once per length

@@ -17,8 +17,11 @@ The model calls these hooks and never looks at an encoding's name:
   positions (training, evaluation, the stored attention snapshot) unless the task sets the batch's positions.
 
 Capabilities are class attributes, never name lists: :attr:`PositionalEncoding.position_indexed` says whether the
-encoding reads the index positions (NoPE and CoPE do not; neither does the DroPE schedule). A :class:`Wrapper`
-forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
+encoding reads the index positions (NoPE and CoPE do not; neither does the DroPE schedule);
+:attr:`PositionalEncoding.bias_shared_by_layers` says that :meth:`~PositionalEncoding.attn_bias` ignores ``q``, ``k``
+and ``layer``, so the model computes the bias (and its causal mask) once per forward pass and gives it to every
+layer. A bias that depends only on the positions can also be kept between calls with :class:`PositionMemo`.
+A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
 position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
 :func:`pebench.encodings.registry.wrappable`.
 
@@ -28,6 +31,7 @@ A bias is ``(H, T, T)`` when positions are shared, so it is never materialised p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -65,6 +69,10 @@ class PositionalEncoding(nn.Module):
     position_indexed: ClassVar[bool] = True
     """Whether the encoding reads the index positions (False: they mean nothing to it, so wrapping it with random
     positions or using it as a DroPE base is refused)."""
+    bias_shared_by_layers: ClassVar[bool] = False
+    """Whether :meth:`attn_bias` is the same in every layer of one forward pass (it ignores ``q``, ``k`` and
+    ``layer``): the model then calls it in the first layer only and reuses the result (ALiBi, T5's shared table,
+    FIRE's shared MLP). False for per-layer parameters (KERPLE) and content-dependent biases (CoPE)."""
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__()
@@ -120,6 +128,10 @@ class Wrapper(PositionalEncoding):
 
     inner: PositionalEncoding
 
+    @property  # type: ignore[override]
+    def bias_shared_by_layers(self) -> bool:  # type: ignore[override]
+        return self.inner.bias_shared_by_layers
+
     @property
     def qk_dim(self) -> int:
         return self.inner.qk_dim
@@ -151,6 +163,36 @@ class Wrapper(PositionalEncoding):
 
     def extra_config(self) -> dict[str, Any]:
         return self.inner.extra_config()
+
+
+class PositionMemo:
+    """Keeps the last few results of a pure function of shared positions ``(T,)`` (no parameters, no gradient),
+    keyed by the positions' values, device and dtype: a bias that depends only on the positions (ALiBi's, T5's
+    buckets) is then computed once per length instead of in every layer of every step. Per-sample positions
+    ``(B, T)`` (random positions) are computed afresh, never stored."""
+
+    def __init__(self, fn: Callable[[Tensor], Tensor], size: int = 4) -> None:
+        self.fn = fn
+        self.size = size
+        self.entries: list[tuple[Tensor, Tensor]] = []
+
+    def __call__(self, positions: Tensor) -> Tensor:
+        if positions.dim() != 1 or positions.requires_grad:
+            return self.fn(positions)
+        for i, (pos, out) in enumerate(self.entries):
+            if pos.device == positions.device and pos.dtype == positions.dtype and pos.shape == positions.shape \
+                    and torch.equal(pos, positions):  # fmt: skip
+                if i:
+                    self.entries.insert(0, self.entries.pop(i))
+                return out
+        with torch.no_grad():
+            out = self.fn(positions)
+        self.entries.insert(0, (positions.clone(), out))
+        del self.entries[self.size :]
+        return out
+
+    def clear(self) -> None:
+        self.entries.clear()
 
 
 def expand_positions(positions: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from pebench.encodings.base import EncodingContext, PositionalEncoding, relative_distances
+from pebench.encodings.base import EncodingContext, PositionalEncoding, PositionMemo, relative_distances
 from pebench.encodings.registry import register
 
 MIN_PARAM = 0.01
@@ -32,9 +32,10 @@ class KerpleLog(PositionalEncoding):
         slopes = 2.0 ** (-4.0 * torch.arange(1, ctx.n_heads + 1, dtype=torch.float32) / ctx.n_heads)
         self.p = nn.Parameter(torch.ones(ctx.n_layers, ctx.n_heads))
         self.a = nn.Parameter(slopes.repeat(ctx.n_layers, 1))
+        self._distance = PositionMemo(lambda pos: relative_distances(pos).abs().to(torch.float32))
 
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor:
-        dist = relative_distances(positions).abs().to(torch.float32)
+        dist = self._distance(positions)  # |i - j|, computed once per length
         p = self.p[layer].clamp(min=MIN_PARAM)[:, None, None]
         a = self.a[layer].clamp(min=MIN_PARAM)[:, None, None]
         return -p * torch.log1p(a * dist.to(p.device))

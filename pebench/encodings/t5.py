@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from pebench.encodings.base import EncodingContext, PositionalEncoding, relative_distances
+from pebench.encodings.base import EncodingContext, PositionalEncoding, PositionMemo, relative_distances
 from pebench.encodings.registry import register
 from pebench.options import Option
 
@@ -41,6 +41,7 @@ class T5Bias(PositionalEncoding):
     name = "t5"
     description = "learned per-head bias on log-spaced distance buckets (32 buckets, max distance 128, causal)"
     paper = "Raffel et al. 2020, arXiv:1910.10683"
+    bias_shared_by_layers = True  # one table for all layers
     options = {
         "num_buckets": Option(32, "number of buckets N", type=int, low=2),
         "max_distance": Option(128, "distance D from which every distance shares the last bucket", type=int, low=2),
@@ -51,8 +52,11 @@ class T5Bias(PositionalEncoding):
         super().__init__(ctx, **options)
         self.bias = nn.Embedding(self.opts["num_buckets"], ctx.n_heads)
         nn.init.normal_(self.bias.weight, std=self.opts["init_std"])
+        self._buckets = PositionMemo(
+            lambda pos: t5_bucket(relative_distances(pos), self.opts["num_buckets"], self.opts["max_distance"])
+        )
 
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor:
-        buckets = t5_bucket(relative_distances(positions), self.opts["num_buckets"], self.opts["max_distance"])
+        buckets = self._buckets(positions)  # a function of the positions only: computed once per length
         values = self.bias(buckets.to(self.bias.weight.device))  # (T, T, H) or (B, 1, T, T, H)
         return values.movedim(-1, -3) if values.dim() == 3 else values.squeeze(1).movedim(-1, 1)

@@ -99,6 +99,61 @@ def causal_mask(length: int, device: torch.device) -> Tensor:
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()
 
 
+_CAUSAL_ADDITIVE: dict[tuple[int, str, torch.dtype], Tensor] = {}
+_CAUSAL_CACHE_SIZE = 8
+
+
+def causal_additive(length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+    """``(1, 1, T, T)``: 0 where query i may attend to key j (j <= i), -inf elsewhere. Depends only on the length,
+    so it is built once per (length, device, dtype) and reused by every layer and step (a few are kept)."""
+    key = (length, str(device), dtype)
+    mask = _CAUSAL_ADDITIVE.get(key)
+    if mask is None:
+        if len(_CAUSAL_ADDITIVE) >= _CAUSAL_CACHE_SIZE:
+            _CAUSAL_ADDITIVE.pop(next(iter(_CAUSAL_ADDITIVE)))
+        mask = torch.zeros(length, length, dtype=dtype, device=device)
+        mask = mask.masked_fill(~causal_mask(length, device), float("-inf"))[None, None]
+        _CAUSAL_ADDITIVE[key] = mask
+    return mask
+
+
+def attention_mask(bias: Tensor, dtype: torch.dtype) -> Tensor:
+    """The float SDPA mask of an encoding's bias: the bias as ``(1 or B, H, T, T)`` plus the causal -inf.
+
+    Always 4-d: PyTorch's CPU flash-attention kernel takes a 4-d float mask but sends a 3-d one to the slower math
+    path (measured with the profiler, torch 2.13)."""
+    t = bias.shape[-1]
+    if bias.dim() == 3:
+        bias = bias.unsqueeze(0)
+    return bias.to(dtype) + causal_additive(t, bias.device, dtype)
+
+
+BLOCK_ROWS = 64
+"""Query rows per block of :func:`blocked_causal_attention`."""
+
+
+def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float, dropout: float = 0.0
+                             ) -> Tensor:  # fmt: skip
+    """softmax(q·kᵀ·scale + mask)·v computed by blocks of :data:`BLOCK_ROWS` query rows, each against the keys it
+    can see (j < the block's end), so about half of the causal upper triangle is never computed.
+
+    Exact (the same sums as dense attention; the masked keys a block skips have weight exp(-inf) = 0). Used on the
+    CPU when the mask needs a gradient (a learned or content-dependent bias), where PyTorch's SDPA falls back to
+    its dense math path (flash attention gives no gradient for the mask)."""
+    t = q.shape[-2]
+    q = q * scale  # (B, H, T, d): cheaper to scale than the (B, H, T, T) scores
+    kt = k.transpose(-1, -2)
+    outs = []
+    for start in range(0, t, BLOCK_ROWS):
+        stop = min(t, start + BLOCK_ROWS)
+        scores = torch.matmul(q[..., start:stop, :], kt[..., :stop])
+        probs = (scores.float() + mask[..., start:stop, :stop].float()).softmax(-1).to(v.dtype)
+        if dropout:
+            probs = F.dropout(probs, dropout)
+        outs.append(torch.matmul(probs, v[..., :stop, :]))
+    return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-2)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
@@ -108,30 +163,37 @@ class Attention(nn.Module):
         self.dropout = cfg.dropout
 
     def scores_inputs(
-        self, x: Tensor, positions: Tensor, pe: PositionalEncoding
+        self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """q, k (after the encoding's transform), v, and the float attention mask (None: plain causal)."""
+        """q, k (after the encoding's transform), v, and the float attention mask (None: plain causal).
+
+        ``shared`` is one forward pass's scratch space: when the encoding says its bias is the same in every layer
+        (:attr:`~pebench.encodings.base.PositionalEncoding.bias_shared_by_layers`), the first layer's mask is kept
+        there and the later layers reuse it."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe.transform_qk(q, k, positions, self.layer)
+        reuse = shared is not None and pe.bias_shared_by_layers
+        if reuse and "mask" in shared:  # type: ignore[operator]
+            return q, k, v, shared["mask"]  # type: ignore[index]
         bias = pe.attn_bias(q, k, positions, self.layer)
-        if bias is None:
-            return q, k, v, None
-        mask = bias.to(q.dtype).masked_fill(~causal_mask(t, x.device), float("-inf"))
+        mask = None if bias is None else attention_mask(bias, q.dtype)
+        if reuse:
+            shared["mask"] = mask  # type: ignore[index]
         return q, k, v, mask
 
-    def forward(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
+    def forward(
+        self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
+    ) -> Tensor:
         b, t, d = x.shape
-        q, k, v, mask = self.scores_inputs(x, positions, pe)
-        y = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            attn_mask=mask,
-            is_causal=mask is None,
-            dropout_p=self.dropout if self.training else 0.0,
-            scale=pe.attn_scale,
-        )
+        q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
+        dropout = self.dropout if self.training else 0.0
+        if mask is not None and mask.requires_grad and q.device.type == "cpu":
+            y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout)
+        else:
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=dropout, scale=pe.attn_scale
+            )
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
     def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
@@ -155,8 +217,10 @@ class Block(nn.Module):
         self.ffn = SwiGLU(cfg.d_model, cfg.hidden)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
-        x = x + self.drop(self.attn(self.attn_norm(x), positions, pe))
+    def forward(
+        self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
+    ) -> Tensor:
+        x = x + self.drop(self.attn(self.attn_norm(x), positions, pe, shared))
         return x + self.drop(self.ffn(self.ffn_norm(x)))
 
 
@@ -215,8 +279,9 @@ class Transformer(nn.Module):
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         x, positions = self.hidden_states(tokens, positions)
+        shared: dict[str, Tensor | None] = {}
         for block in self.blocks:
-            x = block(x, positions, self.encoding)
+            x = block(x, positions, self.encoding, shared)
         return self.head(self.norm(x))
 
     @torch.no_grad()

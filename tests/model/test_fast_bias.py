@@ -1,0 +1,162 @@
+"""The fast attention-bias path equals plain dense attention: 4-d cached masks, biases shared by layers, the blocked
+causal attention used for biases that need a gradient, and the position memo (issue 17, item 3).
+
+The reference is written out here from the definition softmax(q·kᵀ/√d + bias + causal)·v, independently of the
+model's attention code, and compared for every registered encoding on logits and on every parameter's gradient."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pebench import encodings
+from pebench.encodings import EncodingContext
+from pebench.encodings.base import PositionMemo
+from pebench.models import transformer as tm
+from pebench.models.transformer import ModelConfig, Transformer
+
+VOCAB, D, LAYERS, HEADS, MAX_LEN = 17, 32, 2, 4, 256
+T = 2 * tm.BLOCK_ROWS + 13  # three query blocks, the last one partial
+
+
+def make_model(name: str) -> Transformer:
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS)
+    ctx = EncodingContext(d_model=D, n_heads=HEADS, n_layers=LAYERS, max_len=MAX_LEN)
+    model = Transformer(cfg, encodings.build(name, ctx)).train()
+    with torch.no_grad():  # move learned biases off their zero / tiny initialisation so they matter
+        for pname, p in model.encoding.named_parameters():
+            p.add_(0.3 * torch.randn_like(p)) if "table" in pname or pname.startswith("bias") else None
+    return model
+
+
+def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+    """The model's forward with attention written out densely: no SDPA, no memo, no sharing, no blocks."""
+    pe = model.encoding
+    x, pos = model.hidden_states(tokens, positions)
+    t = tokens.shape[1]
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    for block in model.blocks:
+        attn = block.attn
+        h = block.attn_norm(x)
+        b = h.shape[0]
+        q, k, v = attn.qkv(h).view(b, t, 3, attn.n_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
+        q, k = pe.transform_qk(q, k, pos, attn.layer)
+        scores = (q @ k.transpose(-1, -2)) * pe.attn_scale
+        bias = pe.attn_bias(q, k, pos, attn.layer)
+        if bias is not None:
+            scores = scores + bias
+        probs = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+        y = (probs @ v).transpose(1, 2).reshape(b, t, -1)
+        x = x + attn.out(y)
+        x = x + block.ffn(block.ffn_norm(x))
+    return model.head(model.norm(x))
+
+
+def grads(model: Transformer, logits: torch.Tensor) -> dict[str, torch.Tensor]:
+    model.zero_grad(set_to_none=True)
+    (logits.square().mean() + logits[:, -1].sum()).backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("name", encodings.available())
+@pytest.mark.parametrize("per_sample", [False, True], ids=["shared", "per-sample"])
+def test_fast_path_equals_dense_attention(name: str, per_sample: bool) -> None:
+    model = make_model(name)
+    tokens = torch.randint(0, VOCAB, (3, T), generator=torch.Generator().manual_seed(1))
+    positions = None
+    if per_sample:
+        offsets = torch.tensor([[0], [5], [40]])
+        positions = torch.arange(T)[None, :] + offsets
+    ours = model(tokens, positions)
+    theirs = reference_forward(model, tokens, positions)
+    torch.testing.assert_close(ours, theirs, atol=2e-5, rtol=1e-4)
+    g_ours, g_theirs = grads(model, model(tokens, positions)), grads(model, reference_forward(model, tokens, positions))
+    assert g_ours.keys() == g_theirs.keys()
+    for key in g_ours:
+        torch.testing.assert_close(g_ours[key], g_theirs[key], atol=1e-5, rtol=1e-3, msg=f"{name}: grad of {key}")
+    with torch.no_grad():  # evaluation: learned biases need no gradient, so the SDPA (flash) route with a mask
+        torch.testing.assert_close(model.eval()(tokens, positions), theirs, atol=2e-5, rtol=1e-4)
+
+
+def test_blocked_attention_equals_dense_for_lengths_around_the_block() -> None:
+    gen = torch.Generator().manual_seed(0)
+    for t in (1, tm.BLOCK_ROWS - 1, tm.BLOCK_ROWS, tm.BLOCK_ROWS + 1, 3 * tm.BLOCK_ROWS):
+        q, k, v = (torch.randn(2, 3, t, 8, generator=gen) for _ in range(3))
+        bias = torch.randn(3, t, t, generator=gen)
+        mask = tm.attention_mask(bias, torch.float32)
+        causal = torch.ones(t, t, dtype=torch.bool).tril()
+        dense = ((q @ k.transpose(-1, -2)) * 0.5 + bias).masked_fill(~causal, float("-inf")).softmax(-1) @ v
+        torch.testing.assert_close(tm.blocked_causal_attention(q, k, v, mask, 0.5), dense, atol=1e-5, rtol=1e-5)
+
+
+def test_attention_mask_is_four_dimensional_and_causal() -> None:
+    bias = torch.arange(9.0).view(1, 3, 3).expand(2, 3, 3)
+    mask = tm.attention_mask(bias, torch.float32)
+    assert mask.shape == (1, 2, 3, 3)  # a 3-d mask would send CPU SDPA to its slow math path
+    assert torch.isinf(mask[0, 0].triu(1)[torch.ones(3, 3, dtype=torch.bool).triu(1)]).all()
+    assert torch.equal(mask[0, 1].tril(), bias[1].tril())
+    assert tm.attention_mask(torch.zeros(4, 2, 3, 3), torch.float32).shape == (4, 2, 3, 3)
+
+
+def built(name: str, options: dict | None = None) -> encodings.PositionalEncoding:
+    torch.manual_seed(0)
+    return encodings.build(name, EncodingContext(d_model=D, n_heads=HEADS, n_layers=LAYERS, max_len=MAX_LEN), options)
+
+
+SHARED = [n for n in encodings.available() if built(n).bias_shared_by_layers]
+
+
+def test_the_expected_encodings_share_their_bias() -> None:
+    assert {"alibi", "t5", "fire"} <= set(SHARED)
+    assert not {"kerple", "cope", "rope", "nope"} & set(SHARED)
+    assert built("drope", {"base": "alibi"}).bias_shared_by_layers  # a wrapper says what its inner encoding says
+    assert not built("drope", {"base": "kerple"}).bias_shared_by_layers
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_layer_shared_biases_ignore_layer_and_content(name: str) -> None:
+    """What the capability promises, checked on the encoding itself: the same bias for any layer, q and k."""
+    pe = built(name)
+    pos = torch.arange(20)
+    q1, k1, q2, k2 = (torch.randn(2, HEADS, 20, D // HEADS) for _ in range(4))
+    first = pe.attn_bias(q1, k1, pos, 0)
+    assert first is not None
+    torch.testing.assert_close(pe.attn_bias(q2, k2, pos, LAYERS - 1), first)
+
+
+def test_a_layer_shared_bias_is_computed_once_per_forward() -> None:
+    model = make_model("alibi")
+    calls = []
+    original = model.encoding.attn_bias
+
+    def counting(*args: object) -> torch.Tensor:
+        calls.append(args[-1])
+        return original(*args)
+
+    model.encoding.attn_bias = counting  # type: ignore[method-assign]
+    model(torch.zeros(1, 8, dtype=torch.long))
+    assert calls == [0]
+    kerple = make_model("kerple")  # per-layer parameters: asked in every layer
+    assert not kerple.encoding.bias_shared_by_layers
+
+
+def test_position_memo_reuses_only_equal_shared_positions() -> None:
+    calls: list[torch.Tensor] = []
+
+    def fn(pos: torch.Tensor) -> torch.Tensor:
+        calls.append(pos)
+        return pos.float() * 2
+
+    memo = PositionMemo(fn, size=2)
+    a = memo(torch.arange(5))
+    assert memo(torch.arange(5)) is a and len(calls) == 1
+    memo(torch.arange(5) + 1)
+    memo(torch.arange(6))
+    assert len(calls) == 3
+    memo(torch.arange(5))  # evicted: the memo keeps the last two
+    assert len(calls) == 4
+    per_sample = torch.arange(10).view(2, 5)
+    memo(per_sample), memo(per_sample)
+    assert len(calls) == 6  # per-sample positions are never stored
+    assert torch.equal(memo(torch.arange(5) + 1), (torch.arange(5) + 1).float() * 2)
