@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from pebench.errors import PebenchError
+
+
+def worker_device(device: torch.device, worker: str | None = None, count: int | None = None) -> torch.device:
+    """The device of one pytest-xdist worker: with CUDA and no explicit index, worker ``gwI`` uses
+    ``cuda:(I mod device count)``, so ``-n N`` spreads N workers over the GPUs (several may share one).
+    ``worker`` defaults to ``$PYTEST_XDIST_WORKER``; outside xdist, or for an explicit ``cuda:N``, the device is
+    kept."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "") if worker is None else worker
+    if device.type != "cuda" or device.index is not None or not worker.startswith("gw"):
+        return device
+    count = torch.cuda.device_count() if count is None else count
+    return torch.device("cuda", int(worker[2:] or 0) % max(count, 1))
 
 
 def pick_device(requested: str | None = None) -> torch.device:

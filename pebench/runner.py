@@ -22,7 +22,7 @@ import torch
 from filelock import FileLock
 
 from pebench import encodings, tasks
-from pebench.device import pick_device
+from pebench.device import pick_device, worker_device
 from pebench.encodings.base import EncodingContext
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash, derive_seed
@@ -124,7 +124,7 @@ class Runner:
         reuse: Callable[[ResultRecord], ResultRecord | None] | None = None,
     ) -> None:
         self.settings = settings
-        self.device = pick_device(settings.device)
+        self.device = worker_device(pick_device(settings.device))
         self.progress_context = progress_context
         # ``reuse(record)`` gets a new record's identity (config hash, versions, seed, length) before training and
         # returns a finished record to use instead, or None (see pebench.store.reuse.ReuseLookup)

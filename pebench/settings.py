@@ -18,7 +18,7 @@ from pebench.errors import ConfigError, PebenchError
 from pebench.metrics import Tolerances
 from pebench.models import ModelConfig
 from pebench.tasks.base import TIERS, Task
-from pebench.training import TrainConfig
+from pebench.training import PRECISIONS, TrainConfig
 
 
 @dataclass
@@ -28,6 +28,7 @@ class Settings:
     steps: int | None = None
     batch_size: int = TrainConfig.batch_size
     lr: float = TrainConfig.lr
+    precision: str = TrainConfig.precision
     d_model: int = ModelConfig.d_model
     n_layers: int = ModelConfig.n_layers
     n_heads: int = ModelConfig.n_heads
@@ -42,7 +43,7 @@ class Settings:
 
     def train_config(self, task: Task) -> TrainConfig:
         steps = self.steps if self.steps is not None else (task.default_steps or TrainConfig.steps)
-        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr)
+        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr, precision=self.precision)
 
     def model_config(self, task: Task) -> ModelConfig:
         return ModelConfig(
@@ -59,7 +60,7 @@ class Settings:
             ModelConfig(vocab_size=1, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                         dropout=self.dropout)  # fmt: skip
             TrainConfig(steps=TrainConfig.steps if self.steps is None else self.steps, batch_size=self.batch_size,
-                        lr=self.lr)  # fmt: skip
+                        lr=self.lr, precision=self.precision)  # fmt: skip
         except ConfigError as err:
             raise PebenchError(err.render(FLAG_NAMES)) from None
         if self.eval_samples <= 0:
@@ -96,6 +97,9 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
          {"type": int, "default": Settings.batch_size}),
     Flag("--lr", "lr", f"peak learning rate of AdamW (default {Settings.lr:g})",
          {"type": float, "default": Settings.lr}),
+    Flag("--precision", "precision", "training precision: fp32 (default), bf16 (autocast) or tf32 (TensorFloat-32 "
+         "matmuls on GPUs that have them); recorded in the configuration unless fp32",
+         {"default": TrainConfig.precision, "choices": PRECISIONS}),
     Flag("--eval-samples", "eval_samples", f"held-out sequences per case (default {Settings.eval_samples})",
          {"type": int, "default": Settings.eval_samples}),
     Flag("--device", "device", "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default auto)",

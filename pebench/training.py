@@ -22,10 +22,16 @@ from pebench.errors import ConfigError
 from pebench.models import Transformer
 from pebench.tasks.base import IGNORE, Batch, Task
 
+PRECISIONS = ("fp32", "bf16", "tf32")
+"""``fp32``: plain float32. ``bf16``: autocast to bfloat16 (weights, optimiser state and the loss stay float32).
+``tf32``: float32 storage with TensorFloat-32 matmuls where the hardware has them (NVIDIA Ampere and later)."""
+
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings. ``curve_every`` 0 means about 20 learning-curve points per run."""
+    """Optimisation settings. ``curve_every`` 0 means about 20 learning-curve points per run. ``precision`` is one of
+    :data:`PRECISIONS`; it is part of the stored configuration only when not ``fp32`` (so configurations, hashes and
+    checkpoints from before the option are unchanged: no ``precision`` key means fp32)."""
 
     steps: int = 600
     batch_size: int = 64
@@ -34,6 +40,7 @@ class TrainConfig:
     warmup_steps: int = 50
     grad_clip: float = 1.0
     curve_every: int = 0
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         if self.steps <= 0:
@@ -42,13 +49,35 @@ class TrainConfig:
             raise ConfigError("train", f"{{batch_size}} must be a positive integer, got {self.batch_size}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ConfigError("train", f"{{lr}} must be a positive finite number, got {self.lr}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError("train", f"{{precision}} must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
 
     @property
     def curve_interval(self) -> int:
         return self.curve_every or max(1, self.steps // 20)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["precision"] == "fp32":
+            del d["precision"]
+        return d
+
+
+@contextlib.contextmanager
+def precision_context(precision: str, device: torch.device) -> Iterator[None]:
+    """Autocast for ``bf16``; TensorFloat-32 matmuls for ``tf32`` (restored afterwards); nothing for ``fp32``."""
+    if precision == "bf16":
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+            yield
+    elif precision == "tf32":
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high")
+        try:
+            yield
+        finally:
+            torch.set_float32_matmul_precision(before)
+    else:
+        yield
 
 
 @dataclass
@@ -113,8 +142,8 @@ def train(
     opt = make_optimizer(model, cfg)
     info = TrainInfo()
     interval = cfg.curve_interval
-    acc_loss = acc_correct = acc_scored = 0.0
-    acc_n = 0
+    params = [p for p in model.parameters() if p.requires_grad]
+    acc = StepStats(device)
     tokens = 0
     ctx = progress_context() if progress_context is not None else contextlib.nullcontext()
     start = time.perf_counter()
@@ -125,42 +154,27 @@ def train(
             for group in opt.param_groups:
                 group["lr"] = lr_at(step, cfg)
             model.set_step(step, cfg.steps)
-            batch = task.sample_train(cfg.batch_size, gen)
-            length = batch.inputs.shape[1]
-            positions = batch.positions
-            if positions is None:
-                positions = model.encoding.train_positions(cfg.batch_size, length, pos_gen)
-            batch = Batch(batch.inputs, batch.targets, positions).to(device)
-            logits = model(batch.inputs, batch.positions)
+            batch = training_batch(task, model, cfg.batch_size, gen, pos_gen, device)
+            with precision_context(cfg.precision, device):
+                logits = model(batch.inputs, batch.positions)
             loss, correct, scored = masked_loss_and_correct(logits, batch.targets)
-            loss_value = loss.item()
-            if not math.isfinite(loss_value):
-                info.status = "diverged"
-                info.message = f"non-finite training loss ({loss_value}) at step {step}"
-                info.steps = step
-                break
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            if not torch.isfinite(grad_norm):
-                info.status = "diverged"
-                info.message = f"non-finite gradient norm at step {step}"
-                info.steps = step
-                break
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             opt.step()
             tokens += batch.inputs.numel()
-            acc_loss += loss_value
-            acc_correct += correct.sum().item()
-            acc_scored += scored.sum().item()
-            acc_n += 1
+            acc.add(step, loss, correct, scored, grad_norm)
             info.steps = step + 1
             if (step + 1) % interval == 0 or step + 1 == cfg.steps:
-                point = {"step": step + 1, "loss": acc_loss / acc_n, "accuracy": acc_correct / max(acc_scored, 1)}
+                point, bad_step = acc.read(step + 1)
+                if bad_step is not None:
+                    info.status = "diverged"
+                    info.message = f"non-finite training loss or gradient norm at step {bad_step}"
+                    info.steps = bad_step
+                    break
                 info.curve.append(point)
+                info.final_loss = acc.last_loss
                 bar.set_postfix(loss=f"{point['loss']:.3f}", acc=f"{point['accuracy']:.3f}")
-                acc_loss = acc_correct = acc_scored = 0.0
-                acc_n = 0
-            info.final_loss = loss_value
         bar.close()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -168,6 +182,61 @@ def train(
     info.tokens_per_s = tokens / info.wall_time_s if info.wall_time_s > 0 else 0.0
     model.eval()
     return info
+
+
+def training_batch(task: Task, model: Transformer, batch_size: int, gen: torch.Generator, pos_gen: torch.Generator,
+                   device: torch.device) -> Batch:  # fmt: skip
+    """One training batch on ``device``: drawn on the CPU from the task's seeded generator (so a seed gives the same
+    data on every device), positions from the encoding's :meth:`train_positions` unless the task sets them. On CUDA
+    it is copied from pinned memory without blocking, so the host draws the next batch while the GPU computes."""
+    batch = task.sample_train(batch_size, gen)
+    positions = batch.positions
+    if positions is None:
+        positions = model.encoding.train_positions(batch_size, batch.inputs.shape[1], pos_gen)
+    batch = Batch(batch.inputs, batch.targets, positions)
+    if device.type != "cuda":
+        return batch.to(device)
+
+    def move(t: torch.Tensor) -> torch.Tensor:
+        return t.pin_memory().to(device, non_blocking=True)
+
+    return Batch(move(batch.inputs), move(batch.targets), move(batch.positions))  # type: ignore[arg-type]
+
+
+def read_back(values: torch.Tensor) -> list[float]:
+    """The training loop's only read of device values (one per learning-curve point): everything else stays on the
+    device, so a GPU step never waits for the host."""
+    return values.tolist()
+
+
+class StepStats:
+    """Loss, correct and scored tokens, steps, the last loss and the first non-finite step, accumulated on the
+    device between learning-curve points (float64 where the device has it, so the sums are those of the host)."""
+
+    def __init__(self, device: torch.device) -> None:
+        dtype = torch.float32 if device.type == "mps" else torch.float64
+        self.sums = torch.zeros(4, dtype=dtype, device=device)  # loss, correct, scored, steps
+        self.first_bad = torch.full((), -1.0, dtype=dtype, device=device)
+        self.last = torch.zeros((), dtype=dtype, device=device)
+        self.last_loss = float("nan")
+
+    def add(self, step: int, loss: torch.Tensor, correct: torch.Tensor, scored: torch.Tensor, grad_norm: torch.Tensor
+            ) -> None:  # fmt: skip
+        dtype = self.sums.dtype
+        loss = loss.detach().to(dtype)
+        self.sums += torch.stack([loss, correct.sum().to(dtype), scored.sum().to(dtype), torch.ones_like(loss)])
+        bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        self.first_bad = torch.where(bad & (self.first_bad < 0), torch.full_like(self.first_bad, step), self.first_bad)
+        self.last = loss
+
+    def read(self, step: int) -> tuple[dict[str, float], int | None]:
+        """The curve point for the steps since the last read, and the first non-finite step (None: none yet)."""
+        loss, correct, scored, n, first_bad, last = read_back(torch.cat([self.sums, self.first_bad[None],
+                                                                          self.last[None]]))  # fmt: skip
+        self.sums.zero_()
+        self.last_loss = last
+        point = {"step": step, "loss": loss / max(n, 1), "accuracy": correct / max(scored, 1)}
+        return point, (int(first_bad) if first_bad >= 0 else None)
 
 
 @contextlib.contextmanager
