@@ -27,13 +27,14 @@ from pebench.encodings.base import EncodingContext
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash, derive_seed
 from pebench.models import Transformer
+from pebench.packing import packable, train_packed
 from pebench.settings import Settings
 from pebench.store import attention
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
 from pebench.training import TrainInfo, eval_positions, evaluate, train
 
-Timer = Callable[[Callable[[], TrainInfo]], TrainInfo]
+Timer = Callable[[Callable[[], Any]], Any]
 """Wraps the call that trains a model, e.g. pytest-benchmark's ``benchmark.pedantic`` (see the suite)."""
 
 ATTENTION_TOKENS = 32
@@ -74,12 +75,12 @@ def code_version(encoding_cls: type, task_cls: type) -> str:
     """Hash of the source that affects training: model, trainer, the bases, this encoding's and this task's modules."""
     import inspect
 
-    from pebench import models, training
+    from pebench import models, packing, training
     from pebench.encodings import base as enc_base
     from pebench.tasks import base as task_base
 
     h = hashlib.sha256()
-    files = [*_source_files(models, training, enc_base, task_base)]
+    files = [*_source_files(models, training, packing, enc_base, task_base)]
     for cls in (encoding_cls, task_cls):
         for klass in cls.__mro__:
             mod = inspect.getmodule(klass)
@@ -193,11 +194,9 @@ class Runner:
         if key in self.failed_models:
             raise RuntimeError(self.failed_models[key])
         task = self.task(case.task)
-        torch.manual_seed(case.seed)
-        encoding = encodings.build(
-            case.encoding, self.encoding_context(task), self.settings.encoding_options.get(case.encoding)
-        )
-        model = Transformer(self.settings.model_config(task), encoding)
+        model = self.build_model(case)
+        if self.settings.pack_seeds > 1 and packable(model):
+            return self._packed_model_for(case, config, timer)
         path = self.checkpoint_path(case, key)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,12 +219,60 @@ class Runner:
 
                 info = do_train() if timer is None else timer(do_train)
                 trained = TrainedModel(model, info, reused=False)
-                if path is not None:
-                    tmp = path.with_suffix(f".tmp{os.getpid()}")
-                    torch.save({"model": model.state_dict(), "info": info.to_dict(), "config": config}, tmp)
-                    os.replace(tmp, path)
+                self._save_checkpoint(path, trained, config)
         self._models[key] = trained
         return trained
+
+    def build_model(self, case: Case) -> Transformer:
+        """The untrained model of ``case``, initialised from its seed (the same weights however it is trained)."""
+        task = self.task(case.task)
+        torch.manual_seed(case.seed)
+        encoding = encodings.build(
+            case.encoding, self.encoding_context(task), self.settings.encoding_options.get(case.encoding)
+        )
+        return Transformer(self.settings.model_config(task), encoding)
+
+    def _save_checkpoint(self, path: Path | None, trained: TrainedModel, config: dict[str, Any]) -> None:
+        if path is not None:
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            torch.save({"model": trained.model.state_dict(), "info": trained.info.to_dict(), "config": config}, tmp)
+            os.replace(tmp, path)
+
+    def _packed_model_for(self, case: Case, config: dict[str, Any], timer: Timer | None) -> TrainedModel:
+        """:meth:`model_for` with packed seeds: the model of every seed 0..K-1 of this (encoding, task, config) that
+        is neither in memory nor in a checkpoint is trained now, all together (:mod:`pebench.packing`)."""
+        cases = [replace(case, seed=s) for s in range(self.settings.pack_seeds)]
+        keys = [self.model_key(c) for c in cases]
+        paths = [self.checkpoint_path(c, k) for c, k in zip(cases, keys, strict=True)]
+        with contextlib.ExitStack() as locks:  # every seed's lock, always in seed order (no deadlock)
+            for path in paths:
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    locks.enter_context(FileLock(f"{path}.lock"))
+            missing = []
+            for c, key, path in zip(cases, keys, paths, strict=True):
+                if key not in self._models:
+                    trained = self._load_checkpoint(path, self.build_model(c))
+                    if trained is None:
+                        missing.append((c, key, path))
+                    else:
+                        self._models[key] = trained
+            if missing:
+                task = self.task(case.task)
+                models = [self.build_model(c) for c, _, _ in missing]
+
+                def do_train() -> list[TrainInfo]:
+                    return train_packed(models, task, self.settings.train_config(task), [c.seed for c, _, _ in missing],
+                                        self.device, progress=self.settings.progress,
+                                        progress_context=self.progress_context,
+                                        description=f"{case.encoding}-{case.task}")  # fmt: skip
+
+                infos = do_train() if timer is None else timer(do_train)
+                for (_, key, path), model, info in zip(missing, models, infos, strict=True):
+                    trained = TrainedModel(model, info, reused=False)
+                    self._save_checkpoint(path, trained, config)
+                    self._models[key] = trained
+        return self._models[self.model_key(case)]
 
     def _load_checkpoint(self, path: Path | None, model: Transformer) -> TrainedModel | None:
         """The model trained earlier and saved at ``path``, or None (no file; a corrupt or incompatible checkpoint
@@ -300,6 +347,8 @@ class Runner:
             record.sequence_accuracy = main["sequence_accuracy"]
             record.score = task.score(main)
             record.metrics = {"splits": splits}
+            if info.packed_with > 1:
+                record.metrics["packed_with"] = info.packed_with  # trained together with this many seeds
             if not math.isfinite(main["loss"]):
                 record.status = "diverged"
                 record.message = f"non-finite evaluation loss at length {case.length}"

@@ -29,6 +29,8 @@ class Settings:
     batch_size: int = TrainConfig.batch_size
     lr: float = TrainConfig.lr
     precision: str = TrainConfig.precision
+    pack_seeds: int = 1
+    """Seeds 0..K-1 of one (encoding, task, config) trained together as one batched model (pebench.packing); 1: off."""
     d_model: int = ModelConfig.d_model
     n_layers: int = ModelConfig.n_layers
     n_heads: int = ModelConfig.n_heads
@@ -87,6 +89,8 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
     Flag("--tier", "tier", "quick: train length, 2x, 4x; full: more lengths", {"default": "quick", "choices": TIERS}),
     Flag("--steps", "steps", "training steps per model (default: the task's own)", {"type": int}),
     Flag("--seeds", "seeds", "number of seeds per (encoding, task) (default 1)", {"type": int, "default": 1}),
+    Flag("--no-pack", "no_pack", "with --seeds K, train the seeds one by one instead of together as one batched "
+         "model (the default packs them; see docs/scale-out.md)", {"action": "store_true"}),
     Flag("--d-model", "d_model", f"model width (default {Settings.d_model})",
          {"type": int, "default": Settings.d_model}),
     Flag("--layers", "n_layers", f"transformer blocks (default {Settings.n_layers})",

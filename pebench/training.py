@@ -91,6 +91,8 @@ class TrainInfo:
     curve: list[dict[str, float]] = field(default_factory=list)
     status: str = "ok"  # ok | diverged
     message: str = ""
+    packed_with: int = 1
+    """How many seeds were trained together with this one (:mod:`pebench.packing`); 1: alone."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -69,6 +69,9 @@ class PositionalEncoding(nn.Module):
     position_indexed: ClassVar[bool] = True
     """Whether the encoding reads the index positions (False: they mean nothing to it, so wrapping it with random
     positions or using it as a DroPE base is refused)."""
+    packable: ClassVar[bool] = True
+    """Whether the encoding's hooks run under :func:`torch.func.vmap`, so that several seeds can be trained as one
+    batched model (:mod:`pebench.packing`); False: its seeds are trained one by one."""
     bias_shared_by_layers: ClassVar[bool] = False
     """Whether :meth:`attn_bias` is the same in every layer of one forward pass (it ignores ``q``, ``k`` and
     ``layer``): the model then calls it in the first layer only and reuses the result (ALiBi, T5's shared table,
@@ -132,6 +135,10 @@ class Wrapper(PositionalEncoding):
     def bias_shared_by_layers(self) -> bool:  # type: ignore[override]
         return self.inner.bias_shared_by_layers
 
+    @property  # type: ignore[override]
+    def packable(self) -> bool:  # type: ignore[override]
+        return self.inner.packable
+
     @property
     def qk_dim(self) -> int:
         return self.inner.qk_dim
@@ -177,7 +184,7 @@ class PositionMemo:
         self.entries: list[tuple[Tensor, Tensor]] = []
 
     def __call__(self, positions: Tensor) -> Tensor:
-        if positions.dim() != 1 or positions.requires_grad:
+        if positions.dim() != 1 or positions.requires_grad or torch._C._functorch.is_batchedtensor(positions):
             return self.fn(positions)
         for i, (pos, out) in enumerate(self.entries):
             if pos.device == positions.device and pos.dtype == positions.dtype and pos.shape == positions.shape \

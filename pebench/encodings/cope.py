@@ -37,7 +37,7 @@ def cope_bias(q: Tensor, k: Tensor, table: Tensor, scale: float) -> Tensor:
     npos = table.shape[-1]
     qf, kf = q.float(), k.float()
     logits_int = qf @ table.float()  # (B, H, T, npos): z_i[p]
-    out = torch.empty(b, h, t, t, dtype=torch.float32, device=q.device)
+    chunks = []  # out of place, so it also runs under vmap (packed seeds)
     rows = max(1, CHUNK_ELEMENTS // max(1, b * h * t))
     for start in range(0, t, rows):
         stop = min(t, start + rows)
@@ -50,8 +50,8 @@ def cope_bias(q: Tensor, k: Tensor, table: Tensor, scale: float) -> Tensor:
         lo = floor.long()
         hi = pos.ceil().long()
         z = logits_int[:, :, start:stop]
-        out[:, :, start:stop] = z.gather(-1, hi) * w + z.gather(-1, lo) * (1 - w)
-    return out
+        chunks.append(z.gather(-1, hi) * w + z.gather(-1, lo) * (1 - w))
+    return chunks[0] if len(chunks) == 1 else torch.cat(chunks, dim=2)
 
 
 @register

@@ -11,6 +11,7 @@ trained range, and why it is expected to extrapolate poorly. Positions >= ``max_
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from pebench.encodings.base import EncodingContext, PositionalEncoding
@@ -32,6 +33,18 @@ class Learned(PositionalEncoding):
         nn.init.normal_(self.table.weight, std=self.opts["init_std"])
 
     def embed(self, positions: Tensor) -> Tensor:
+        if self._checkable(positions):
+            self._check_range(positions)
+        return self.table(positions)
+
+    def _checkable(self, positions: Tensor) -> bool:
+        """Whether to read the positions' range on the host: on the CPU (free), or at evaluation on a GPU (once per
+        batch); never inside a GPU training step (a host sync) nor under vmap (packed seeds, checked before)."""
+        if torch._C._functorch.is_batchedtensor(positions):
+            return False
+        return positions.device.type == "cpu" or not self.training
+
+    def _check_range(self, positions: Tensor) -> None:
         top, bottom = int(positions.max()), int(positions.min())
         if top >= self.ctx.max_len or bottom < 0:
             bad = bottom if bottom < 0 else top
@@ -39,4 +52,3 @@ class Learned(PositionalEncoding):
                 f"learned: position {bad} is outside the table of {self.ctx.max_len} positions; "
                 f"valid positions: 0..{self.ctx.max_len - 1}"
             )
-        return self.table(positions)

@@ -154,6 +154,12 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scal
     return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-2)
 
 
+def needs_grad(t: Tensor) -> bool:
+    """Whether a gradient will flow into ``t``: it requires one, or it is vmapped (packed seeds) under autograd,
+    where ``requires_grad`` of the batched view does not say."""
+    return t.requires_grad or (torch.is_grad_enabled() and torch._C._functorch.is_batchedtensor(t))
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
@@ -188,7 +194,7 @@ class Attention(nn.Module):
         b, t, d = x.shape
         q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
         dropout = self.dropout if self.training else 0.0
-        if mask is not None and mask.requires_grad and q.device.type == "cpu":
+        if mask is not None and q.device.type == "cpu" and needs_grad(mask):
             y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout)
         else:
             y = F.scaled_dot_product_attention(

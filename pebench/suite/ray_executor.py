@@ -64,7 +64,7 @@ class RayRun:
 def train_to_bytes(settings: Settings, case: Case, config: dict[str, Any], threads: int) -> bytes:
     """Train the model of ``case`` (on the worker) and return its checkpoint, as the runner would save it."""
     torch.set_num_threads(threads)
-    runner = Runner(replace(settings, cache_dir=None, progress=False))
+    runner = Runner(replace(settings, cache_dir=None, progress=False, pack_seeds=1))  # one Ray task per seed
     trained = runner.model_for(case, config)
     buf = io.BytesIO()
     torch.save({"model": trained.model.state_dict(), "info": trained.info.to_dict(), "config": config}, buf)

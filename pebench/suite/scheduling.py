@@ -23,15 +23,19 @@ DISTRIBUTIONS = ("load", "loadgroup")
 """xdist distributions the suite replaces by model scheduling."""
 
 
-def model_of(nodeid: str) -> str:
-    """The model a suite case belongs to (``rope-k_back`` or ``rope-k_back-s1``); other nodeids are their own."""
+def model_of(nodeid: str, seeds_together: bool = False) -> str:
+    """The model a suite case belongs to (``rope-k_back`` or ``rope-k_back-s1``; with ``seeds_together``, as when
+    seeds are packed into one batched model, every seed's case belongs to ``rope-k_back``); other nodeids are their
+    own."""
     base = nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
     m = _CASE.search(base)
-    return f"{m['model']}{m['seed'] or ''}" if m else nodeid
+    if not m:
+        return nodeid
+    return m["model"] if seeds_together else f"{m['model']}{m['seed'] or ''}"
 
 
 class ModelScheduling(LoadScopeScheduling):
     """xdist's scope scheduling with one scope per model (see the module docstring)."""
 
     def _split_scope(self, nodeid: str) -> str:
-        return model_of(nodeid)
+        return model_of(nodeid, seeds_together=not self.config.getoption("no_pack"))

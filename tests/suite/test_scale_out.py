@@ -137,3 +137,30 @@ def test_ray_executor_with_xdist_is_a_usage_error(run_suite, tmp_path):
     pytest.importorskip("xdist")
     res = run_suite("-n", "2", "--executor", "ray", "--db", f"sqlite:///{tmp_path / 'r.db'}", "-k", "L64")
     assert res.returncode == 4 and "do not combine it with -n" in res.stderr
+
+
+def test_model_of_with_packed_seeds():
+    nodeid = "suite/test_positional_encodings.py::test_case[rope-k_back-L64-s1]"
+    assert model_of(nodeid, seeds_together=True) == "rope-k_back"  # all seeds of a model on one worker
+
+
+def test_packed_seeds_in_the_suite_match_one_by_one(run_suite, tiny, tmp_path):
+    """``--seeds 2`` trains both seeds of a model together; ``--no-pack`` one by one: the same scores."""
+    import pandas as pd
+
+    from pebench.results import load
+
+    frames = []
+    for name, extra in (("packed", []), ("alone", ["--no-pack"])):
+        url = f"sqlite:///{tmp_path / name}.db"
+        proc = run_suite("--encoding", "rope,t5", "--task", "k_back", "-k", "L64", "--seeds", "2", "--steps", "30",
+                         "--db", url, "--no-cache", *extra, *tiny)  # fmt: skip
+        assert proc.returncode == 0, proc.output
+        df = load(url).sort_values("case_id").reset_index(drop=True)
+        packed = df["metrics"].map(lambda m: (m or {}).get("packed_with", 1))
+        assert packed.tolist() == ([2] * 4 if name == "packed" else [1] * 4)
+        frames.append(df)
+    packed_df, alone_df = frames
+    assert packed_df["case_id"].tolist() == alone_df["case_id"].tolist()
+    pd.testing.assert_series_equal(packed_df["loss"], alone_df["loss"], rtol=1e-3)
+    assert (packed_df["token_accuracy"] - alone_df["token_accuracy"]).abs().max() <= 0.02
