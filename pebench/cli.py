@@ -209,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
     add_flags(p.add_argument, MODEL_FLAGS)
     p.add_argument("--vocab", type=int, default=64)
-    p.add_argument("--encoding", default="rope", help="encoding of the pebench model (default rope, as LLaMA)")
+    p.add_argument("--encoding", default="rope",
+                   help="encoding(s) of the pebench model, comma-separated or 'all' (default rope, as LLaMA)")
     p.add_argument("--steps", type=int, default=10, help="timed steps per measurement (default 10)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=3, help="alternating repeats; the best of each is reported")
@@ -219,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead, time each task's quick tier on its own and print its in-distribution scores")
     p.add_argument("--encodings", metavar="E1,E2|all",
                    help="encodings for --tasks (default: nope,sinusoidal,learned,rope,alibi)")
+    p.add_argument("--models-per-hour", action="store_true",
+                   help="instead, models per hour for one task's quick tier: K=1, K seeds one by one, K packed")
+    p.add_argument("--task", default="k_back", help="task for --models-per-hour (default k_back)")
+    p.add_argument("--seeds", type=int, default=3, help="K for --models-per-hour (default 3)")
+    p.add_argument("--train-steps", type=int, default=None,
+                   help="training steps for --models-per-hour (default: the task's own)")
     p.add_argument("--suite-args", default="", metavar="ARGS",
                    help="extra pytest options for --tasks runs, e.g. '--steps 100'")
     p.set_defaults(func=_bench)

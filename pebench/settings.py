@@ -31,6 +31,15 @@ class Settings:
     precision: str = TrainConfig.precision
     pack_seeds: int = 1
     """Seeds 0..K-1 of one (encoding, task, config) trained together as one batched model (pebench.packing); 1: off."""
+
+    @staticmethod
+    def packed_seeds(pack: str, seeds: int, device: str | None) -> int:
+        """How many seeds to pack for ``--pack`` (auto: on any device but the CPU, where a batched matmul is slower
+        than separate ones), ``--seeds`` and ``--device``: ``seeds`` or 1."""
+        from pebench.device import pick_device
+
+        on = pack == "on" or (pack == "auto" and pick_device(device).type != "cpu")
+        return seeds if on and seeds > 1 else 1
     d_model: int = ModelConfig.d_model
     n_layers: int = ModelConfig.n_layers
     n_heads: int = ModelConfig.n_heads
@@ -89,8 +98,9 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
     Flag("--tier", "tier", "quick: train length, 2x, 4x; full: more lengths", {"default": "quick", "choices": TIERS}),
     Flag("--steps", "steps", "training steps per model (default: the task's own)", {"type": int}),
     Flag("--seeds", "seeds", "number of seeds per (encoding, task) (default 1)", {"type": int, "default": 1}),
-    Flag("--no-pack", "no_pack", "with --seeds K, train the seeds one by one instead of together as one batched "
-         "model (the default packs them; see docs/scale-out.md)", {"action": "store_true"}),
+    Flag("--pack", "pack", "with --seeds K, train a model's K seeds together as one batched model: auto (default: on "
+         "a GPU, not on the CPU, where it measured slower), on or off (docs/scale-out.md)",
+         {"default": "auto", "choices": ("auto", "on", "off")}),
     Flag("--d-model", "d_model", f"model width (default {Settings.d_model})",
          {"type": int, "default": Settings.d_model}),
     Flag("--layers", "n_layers", f"transformer blocks (default {Settings.n_layers})",

@@ -11,6 +11,10 @@ def main(args: argparse.Namespace) -> int:
     """``--tasks``: per-task quick tier; otherwise step throughput, then the core quick tier with ``--quick-tier``."""
     from pebench.bench import tasks, throughput
 
+    if getattr(args, "models_per_hour", False):
+        from pebench.bench import scale
+
+        return scale.main(args)
     if getattr(args, "tasks", None):
         return tasks.main(args.tasks, args.encodings, shlex.split(args.suite_args or ""))
     status = throughput.main(args)

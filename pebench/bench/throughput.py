@@ -1,7 +1,8 @@
 """``pebench bench``: tokens/s of one training step (forward, backward, AdamW step) of the pebench model at the
 default configuration, side by side with Hugging Face ``LlamaForCausalLM`` of the same sizes (same width, depth,
-heads, SwiGLU hidden size, vocabulary; SDPA attention; untied embeddings). The two are timed alternately in the same
-process, ``--repeats`` times, and the best repeat of each is reported, since shared machines are noisy.
+heads, SwiGLU hidden size, vocabulary; SDPA attention; untied embeddings). ``--encoding`` takes one encoding, a
+comma-separated list or ``all``: every contender is timed in turn in the same process, ``--repeats`` times, and the
+best repeat of each is reported, since shared machines are noisy.
 
 ``--quick-tier`` also times the core quick tier (5 encodings x 4 tasks x 3 lengths, default settings) in a
 subprocess with a fresh cache and a temporary database.
@@ -77,17 +78,29 @@ def hf_llama(cfg: ModelConfig, max_len: int) -> torch.nn.Module | None:
     return LlamaForCausalLM(hf_cfg)
 
 
+def encoding_names(spec: str) -> list[str]:
+    """``rope``, ``alibi,t5`` or ``all`` -> encoding names (an unknown name is a one-line error listing the valid)."""
+    if spec == "all":
+        return encodings.available()
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    for name in names:
+        encodings.get(name)
+    return names
+
+
 def step_throughput(args: argparse.Namespace) -> list[dict[str, float | int | str]]:
     device = pick_device(args.device)
     cfg = ModelConfig(vocab_size=args.vocab, d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads)
     rows = []
     for seq in args.seq:
-        torch.manual_seed(0)
-        ctx = EncodingContext(cfg.d_model, cfg.n_heads, cfg.n_layers, max(args.seq))
-        ours = Transformer(cfg, encodings.build(args.encoding, ctx)).to(device).train()
         x = torch.randint(0, cfg.vocab_size, (args.batch_size, seq), device=device)
         y = torch.randint(0, cfg.vocab_size, (args.batch_size, seq), device=device)
-        contenders = {f"pebench ({args.encoding})": _step_fn(ours, ours, x, y)}
+        contenders = {}
+        for name in encoding_names(args.encoding):
+            torch.manual_seed(0)
+            ctx = EncodingContext(cfg.d_model, cfg.n_heads, cfg.n_layers, max(args.seq))
+            ours = Transformer(cfg, encodings.build(name, ctx)).to(device).train()
+            contenders[f"pebench ({name})"] = _step_fn(ours, ours, x, y)
         hf = hf_llama(cfg, max(args.seq))
         if hf is not None:
             hf = hf.to(device).train()
@@ -119,7 +132,9 @@ def main(args: argparse.Namespace) -> int:
     for r in rows:
         by_seq.setdefault(int(r["seq"]), {})[str(r["model"])] = float(r["tokens_per_s"])
     for seq, d in by_seq.items():
-        if len(d) == 2:
-            ours, theirs = d[f"pebench ({args.encoding})"], d["hf LlamaForCausalLM"]
-            print(f"seq {seq}: pebench / HF throughput = {ours / theirs:.2f}x")
+        theirs = d.get("hf LlamaForCausalLM")
+        if theirs is None:
+            continue
+        for name in encoding_names(args.encoding):
+            print(f"seq {seq}: pebench ({name}) / HF throughput = {d[f'pebench ({name})'] / theirs:.2f}x")
     return 0

@@ -194,7 +194,10 @@ class Attention(nn.Module):
         b, t, d = x.shape
         q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
         dropout = self.dropout if self.training else 0.0
-        if mask is not None and q.device.type == "cpu" and needs_grad(mask):
+        if torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
+            full = mask if mask is not None else causal_additive(t, q.device, q.dtype)
+            y = blocked_causal_attention(q, k, v, full, pe.attn_scale, dropout)
+        elif mask is not None and q.device.type == "cpu" and needs_grad(mask):
             y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout)
         else:
             y = F.scaled_dot_product_attention(

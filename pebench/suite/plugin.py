@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
-               "no_pack", "precision", "device", "encoding", "task", "encoding_options", "task_options", "cache_dir",
+               "pack", "precision", "device", "encoding", "task", "encoding_options", "task_options", "cache_dir",
                "no_cache", "report", "shard", "executor", "ray_address", "timing_table")
 REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
 
@@ -128,7 +128,7 @@ def _settings(config: pytest.Config) -> Settings:
            ("steps", "batch_size", "lr", "precision", "d_model", "n_layers", "n_heads", "eval_samples",
             "device")},
         cache_dir=cache,
-        pack_seeds=1 if config.getoption("no_pack") else config.getoption("seeds"),
+        pack_seeds=Settings.packed_seeds(*(config.getoption(name) for name in ("pack", "seeds", "device"))),
         encoding_options=_named_options(config, "encoding_options", encodings),
         task_options=_named_options(config, "task_options", tasks),
     )  # fmt: skip

@@ -17,6 +17,8 @@ import re
 
 from xdist.scheduler import LoadScopeScheduling
 
+from pebench.settings import Settings
+
 _CASE = re.compile(r"\[(?P<model>[^\[\]]+)-L\d+(?P<seed>-s\d+)?\]$")
 
 DISTRIBUTIONS = ("load", "loadgroup")
@@ -38,4 +40,6 @@ class ModelScheduling(LoadScopeScheduling):
     """xdist's scope scheduling with one scope per model (see the module docstring)."""
 
     def _split_scope(self, nodeid: str) -> str:
-        return model_of(nodeid, seeds_together=not self.config.getoption("no_pack"))
+        config = self.config
+        packed = Settings.packed_seeds(config.getoption("pack"), config.getoption("seeds"), config.getoption("device"))
+        return model_of(nodeid, seeds_together=packed > 1)

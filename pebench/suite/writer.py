@@ -28,7 +28,7 @@ REGRESSION_PROPERTY = "pebench_regression"
 """``record_property`` name of a case's :class:`Regression` against the baseline (JSON)."""
 
 RUN_OPTIONS = ("tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples", "device",
-               "no_pack", "precision", "encoding", "task", "encoding_options", "task_options", "no_cache", "reuse",
+               "pack", "precision", "encoding", "task", "encoding_options", "task_options", "no_cache", "reuse",
                "baseline", "tolerance", "ppl_tolerance", "deterministic", "shard", "executor")  # fmt: skip
 """Options stored with each run (as ``runs.options``)."""
 

@@ -66,3 +66,37 @@ def test_bench_tasks_unknown_name_is_one_line(capsys):
     assert main(["bench", "--tasks", "nonesuch"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "valid tasks:" in err
+
+
+def test_bench_models_per_hour_prints_the_three_ways_and_a_projection(capsys):
+    code = main(["bench", "--models-per-hour", "--task", "reverse", "--seeds", "2", "--train-steps", "2"])
+    out = capsys.readouterr().out
+    assert code == 0
+    from pebench import tasks
+
+    n_lengths = len(tasks.build("reverse").eval_lengths("quick"))
+    rates = {}
+    for label in ("K=1", "K=2 one by one", "K=2 packed"):
+        m = re.search(rf"^{re.escape(label)}\s+([\d.]+) s\s+(\d+) models/h\s+\((\d+)/(\d+) cases ok", out, re.M)
+        assert m, out
+        assert m.group(3) == m.group(4) == str(n_lengths * (1 if label == "K=1" else 2))  # every quick-tier length
+        rates[label] = float(m.group(2))
+    ratio = float(re.search(r"packed / one by one: ([\d.]+)x", out).group(1))
+    assert ratio == pytest.approx(rates["K=2 packed"] / rates["K=2 one by one"], abs=0.02)
+    assert re.search(r"projected quick grid \(\d+ encodings x \d+ tasks x 2 seeds, (packed|one by one)\)", out)
+
+
+def test_bench_several_encodings_against_hf(capsys):
+    pytest.importorskip("transformers")
+    code = main(["bench", "--encoding", "alibi,t5", "--seq", "16", "--steps", "1", "--warmup", "0", "--repeats", "1",
+                 "--d-model", "16", "--layers", "1", "--heads", "2"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    for name in ("alibi", "t5"):
+        assert re.search(rf"^seq 16: pebench \({name}\) / HF throughput = [\d.]+x$", out, re.M), out
+
+
+def test_bench_unknown_encoding_is_one_line(capsys):
+    assert main(["bench", "--encoding", "alibi,bogus", "--seq", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "valid encodings:" in err

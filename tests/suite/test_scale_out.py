@@ -145,13 +145,13 @@ def test_model_of_with_packed_seeds():
 
 
 def test_packed_seeds_in_the_suite_match_one_by_one(run_suite, tiny, tmp_path):
-    """``--seeds 2`` trains both seeds of a model together; ``--no-pack`` one by one: the same scores."""
+    """``--seeds 2 --pack on`` trains both seeds of a model together; ``--pack off`` one by one: the same scores."""
     import pandas as pd
 
     from pebench.results import load
 
     frames = []
-    for name, extra in (("packed", []), ("alone", ["--no-pack"])):
+    for name, extra in (("packed", ["--pack", "on"]), ("alone", ["--pack", "off"])):
         url = f"sqlite:///{tmp_path / name}.db"
         proc = run_suite("--encoding", "rope,t5", "--task", "k_back", "-k", "L64", "--seeds", "2", "--steps", "30",
                          "--db", url, "--no-cache", *extra, *tiny)  # fmt: skip
@@ -164,3 +164,12 @@ def test_packed_seeds_in_the_suite_match_one_by_one(run_suite, tiny, tmp_path):
     assert packed_df["case_id"].tolist() == alone_df["case_id"].tolist()
     pd.testing.assert_series_equal(packed_df["loss"], alone_df["loss"], rtol=1e-3)
     assert (packed_df["token_accuracy"] - alone_df["token_accuracy"]).abs().max() <= 0.02
+
+
+def test_pack_auto_packs_off_the_cpu_only():
+    from pebench.settings import Settings
+
+    assert Settings.packed_seeds("auto", 3, "cpu") == 1  # measured slower on the CPU (docs/scale-out.md)
+    assert Settings.packed_seeds("on", 3, "cpu") == 3
+    assert Settings.packed_seeds("off", 3, "cpu") == 1
+    assert Settings.packed_seeds("on", 1, "cpu") == 1
