@@ -46,6 +46,7 @@ class ModularSum(Task):
     options = {
         "n_tokens": Option(20, "number of input tokens (the vocabulary)", type=int, low=2, high=100_000),
         "modulus": Option(10, "modulus m of the running sum (at most n_tokens)", type=int, low=2, high=100_000),
+        "train_length": Option(32, "training length T (quick tier: T, 2T, 4T)", type=int, low=2, high=4096),
     }
     train_length = 32
     default_steps = 400  # tuned: see README 'Default configuration'
@@ -53,6 +54,7 @@ class ModularSum(Task):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
+        self.train_length = int(self.opts["train_length"])
         if self.opts["modulus"] > self.opts["n_tokens"]:
             raise OptionError(
                 f"task {self.name}: option modulus={self.opts['modulus']} is out of range; "
