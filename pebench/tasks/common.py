@@ -138,6 +138,12 @@ CHOMSKY_TRAIN = (1, 40)
 CHOMSKY_FULL_MAX = 500  # the papers' longest evaluation length
 
 
+def train_max_option(default: int) -> Option:
+    """The ``train_max`` option of a Chomsky task with its default (the papers' is 40)."""
+    paper = "" if default == CHOMSKY_TRAIN[1] else f"; the papers' protocol: {CHOMSKY_TRAIN[1]}"
+    return Option(default, f"longest training length m (quick tier: m, 2m, 4m{paper})", type=int, low=1, high=10_000)
+
+
 class ChomskyTask(RangeTrainedTask):
     """The Chomsky-hierarchy protocol (Delétang et al., "Neural Networks and the Chomsky Hierarchy", ICLR 2023,
     arXiv:2207.02098; Ruoss et al., "Randomized Positional Encodings Boost Length Generalization of Transformers",
@@ -145,17 +151,16 @@ class ChomskyTask(RangeTrainedTask):
     length-generalisation score is the mean over all of 41..500, 41 included) or at 40, 80 and 160 (quick tier).
     The metric is the per-token accuracy on the output tape (the answer region).
 
-    Option ``train_max`` (default 40, the papers' value) moves the training maximum ``m``: training draws lengths
-    ``train_min .. m``, the quick tier evaluates ``m, 2m, 4m`` and the full tier every length ``m .. max(500, 4m)``.
-    A shorter ``m`` is how to make a task the default model cannot learn at 40 learnable (e.g. parity)."""
+    Option ``train_max`` (default 40, the papers' value, unless a task sets a shorter default with
+    :func:`train_max_option`) moves the training maximum ``m``: training draws lengths ``train_min .. m``, the quick
+    tier evaluates ``m, 2m, 4m`` and the full tier every length ``m .. max(500, 4m)``. A shorter ``m`` is how a task
+    the default model cannot learn at 40 becomes learnable (parity, modular_arithmetic, binary_addition);
+    ``--task-options T:train_max=40`` restores the papers' protocol."""
 
     train_min, train_length = CHOMSKY_TRAIN
     min_length = 1
     paper = "Delétang et al. 2023, arXiv:2207.02098; Ruoss et al. 2023, arXiv:2305.16843"
-    options = {
-        "train_max": Option(CHOMSKY_TRAIN[1], "longest training length m (quick tier: m, 2m, 4m)", type=int, low=1,
-                            high=10_000),
-    }  # fmt: skip
+    options = {"train_max": train_max_option(CHOMSKY_TRAIN[1])}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -9,21 +9,27 @@ answer is the single token ``y = (x_1 + ... + x_n) mod 2``. Tokens: ``0``, ``1``
     inputs  = x_1 .. x_n  SEP          targets = IGNORE x n  y        (n + 1 tokens)
 
 With uniform bits, ``P(y = 1) = 1/2`` exactly for every ``n >= 1``: the classes are balanced, chance level 0.5.
+
+Defaults (version 2): training lengths 1..8 (``train_max=8``) and 1200 steps, so that the default model learns the
+task in distribution (RoPE 0.99 at 8; at the papers' 1..40 no core encoding left chance with 600-2400 steps, see
+docs/defaults.md). The papers' protocol is ``--task-options parity:train_max=40``.
 """
 
 from __future__ import annotations
 
 from torch import Tensor
 
-from pebench.tasks.common import SymbolStringTask
+from pebench.tasks.common import SymbolStringTask, train_max_option
 from pebench.tasks.registry import register
 
 
 @register
 class Parity(SymbolStringTask):
     name = "parity"
-    version = "1"
-    description = "is the number of ones in n bits odd? (train n 1-40); per-token accuracy of the answer"
+    version = "2"
+    description = "is the number of ones in n bits odd? (train n 1-8; papers: 1-40); accuracy of the answer"
+    options = {"train_max": train_max_option(8)}
+    default_steps = 1200
     n_input, n_output = 2, 2
 
     def answer_length(self, length: int) -> int:

@@ -45,8 +45,9 @@ def term_range(length: int) -> tuple[int, int]:
 @register
 class Template(Task):
     name = "template"
-    version = "1"
+    version = "2"
     description = "continue an arithmetic progression after MID and close it with END; (start, step) held out"
+    default_steps = 1200  # version 2: 600 steps left every core encoding at 0.11-0.27 (docs/defaults.md)
     paper = "a published notebook study of positional encodings"
     options = {"n_numbers": Option(100, "numbers M (progressions are modulo M)", type=int, low=3, high=100_000)}
     train_length = 32

@@ -308,6 +308,11 @@ def test_template_test_sequences_never_in_training() -> None:
 # -- declarations ---------------------------------------------------------------------------------------------
 
 
+CHOMSKY_DEFAULT_MAX = {"parity": 8, "modular_arithmetic": 6, "binary_addition": 16}
+"""Chomsky tasks whose default training maximum (version 2) is below the papers' 40 so the default model learns them
+in distribution (docs/defaults.md)."""
+
+
 def test_declared_lengths() -> None:
     q = {n: tasks.build(n).eval_lengths("quick") for n in ALGORITHMIC}
     assert q == {"copy": [12, 13, 20, 24, 48], "reverse": [8, 9, 16, 32], "sort": [6, 7, 10, 12, 24],
@@ -316,11 +321,17 @@ def test_declared_lengths() -> None:
     assert {n: tasks.build(n).train_range for n in ALGORITHMIC} == {
         "copy": (4, 12), "reverse": (3, 8), "sort": (3, 6), "add_nocarry": (2, 5)}  # fmt: skip
     for name in CHOMSKY:
+        m = CHOMSKY_DEFAULT_MAX.get(name, 40)
         task = tasks.build(name)
-        assert task.eval_lengths("quick") == [40, 80, 160]
-        assert task.eval_lengths("full") == [40, *range(41, 501)]  # 41 included
-        assert task.train_range == ((3, 40) if name == "binary_addition" else (1, 40))
+        assert task.eval_lengths("quick") == [m, 2 * m, 4 * m]
+        assert task.eval_lengths("full") == [m, *range(m + 1, 501)]
+        assert task.train_range == ((3, m) if name == "binary_addition" else (1, m))
         assert task.metric == "accuracy" and task.higher_is_better
+        # the papers' protocol (Delétang et al. 2023: train 1..40, test 41..500) is one option away
+        paper = tasks.build(name, {"train_max": 40})
+        assert paper.eval_lengths("quick") == [40, 80, 160]
+        assert paper.eval_lengths("full") == [40, *range(41, 501)]  # 41 included
+        assert paper.train_range == ((3, 40) if name == "binary_addition" else (1, 40))
     for name in ALGORITHMIC + ["passkey", "needle"]:
         assert tasks.build(name).metric == "exact_match"
     assert tasks.build("template").eval_lengths() == [32, 64, 128]
@@ -491,8 +502,10 @@ def test_cli_lists_every_task(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     lines = {line.split()[0]: line for line in out.splitlines()}
     assert set(lines) == set(tasks.available())
-    assert "train 1-40, eval quick [40, 80, 160] full [40-500], accuracy (higher is better), chance 0.5" in lines[
+    assert "train 1-8, eval quick [8, 16, 32] full [8-500], accuracy (higher is better), chance 0.5" in lines[
         "parity"]  # fmt: skip
+    assert "train 1-40, eval quick [40, 80, 160] full [40-500], accuracy (higher is better), chance 0.2" in lines[
+        "cycle_navigation"]  # fmt: skip
     assert "perplexity (lower is better), chance 256" in lines["lm"]
     assert "train 3-8, eval quick [8, 9, 16, 32] full [3-16, 32], exact_match" in lines["reverse"]
 

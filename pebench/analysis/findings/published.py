@@ -105,9 +105,11 @@ RUOSS = Finding(
     claim="Ruoss et al. trained on lengths up to 40 and tested on 41-500 on Delétang et al.'s 15 Chomsky-hierarchy "
     "tasks, accuracy averaged over the test lengths: the randomized version of each encoding raised test accuracy "
     "(by 12.0 points on average over tasks and encodings). Tested on pebench's six Chomsky tasks (" + ", ".join(CHOMSKY)
-    + ") at 2x and 4x the training maximum (80 and 160 at the default 40): the mean accuracy over the six tasks and "
-    "both lengths of randomized_rope strictly above rope's, and of randomized_learned above learned's. pebench's "
-    "randomized encodings evaluate at the plain positions 0..T-1 (pebench/encodings/randomized.py).",
+    + ") at 2x and 4x the training maximum (80 and 160 at the papers' 40; parity, modular_arithmetic and "
+    "binary_addition default to 8, 6 and 16, and --task-options T:train_max=40 restores it): the mean accuracy over "
+    "the six tasks and both lengths of randomized_rope strictly above rope's, and of randomized_learned above "
+    "learned's. As in the paper, pebench's randomized encodings also draw their positions at evaluation "
+    "(eval_positions=random, the default; pebench/encodings/randomized.py).",
     checks=(
         accuracy("randomized_rope", CHOMSKY, 2, 4, group="Chomsky tasks")
         > accuracy("rope", CHOMSKY, 2, 4, group="Chomsky tasks"),
@@ -123,7 +125,8 @@ DELETANG = Finding(
     claim="Delétang et al. trained on lengths up to 40 and tested on 41-500, accuracy averaged over the test lengths "
     "(best of several seeds and hyperparameters): their transformers stayed near chance (50%) on parity while "
     "LSTMs solved it (a regular language). Tested on parity at 2x and 4x the training maximum "
-    "(80 and 160 at the default 40) for nope, sinusoidal, rope and alibi: each one's mean "
+    "(80 and 160 with the papers' maximum, --task-options parity:train_max=40; 16 and 32 at pebench's default "
+    "maximum 8, which the default model learns in distribution) for nope, sinusoidal, rope and alibi: each one's mean "
     "normalised score over both lengths below 0.1, pebench's 'not learned' (accuracy below 0.55).",
     checks=tuple(normalised(e, "parity", 2, 4) < NOT_LEARNED for e in ("nope", "sinusoidal", "rope", "alibi")),
 )
