@@ -74,7 +74,8 @@ def test_no_row_lost_with_two_xdist_workers(run_suite, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'x.db'}"
     names = ["k_back", "long_range_match", "modular_sum", "shift_invariant"]
     proc = run_suite(
-        "-n", "2", "-k", "L64", "--task", ",".join(names), "--steps", "2", "--db", url, "--no-cache", *tiny,
+        "-n", "2", "-k", "L64", "--task", ",".join(names), "--task-options", "modular_sum:train_length=32",
+        "--steps", "2", "--db", url, "--no-cache", *tiny,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     from pebench import encodings
