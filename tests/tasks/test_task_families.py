@@ -414,30 +414,35 @@ def test_lm_training_windows_come_from_the_training_text(corpus: Path) -> None:
     assert info["source"] == "directory" and len(info["train_sha256"]) == 64
 
 
-def test_lm_sliding_windows_score_every_label_once(corpus: Path) -> None:
+def test_lm_every_length_scores_the_same_bytes_with_context(corpus: Path) -> None:
+    """Version 2 (Press et al.'s one validation set for every length): the labels scored at every length are the same
+    stretch of the validation text, each scored once, each with at least T - T//2 tokens of context."""
     task = tasks.build("lm", {"corpus": str(corpus), "context": 16})
     val = (corpus / "validation.txt").read_bytes()
-    for length in (16, 32, 17):
+    spans = {}
+    for length in (16, 32, 17, 64, 256):
         stride = length // 2
-        batches = list(task.eval_batches(length, 10, gen(1), "test", 4))
+        batches = list(task.eval_batches(length, 10, gen(length), "test", 4))
         inputs = torch.cat([b.inputs for b in batches])
         targets = torch.cat([b.targets for b in batches])
-        assert inputs.shape == (10, length)
-        # consecutive windows overlap by length - stride tokens
+        # consecutive windows overlap by length - stride tokens and are contiguous text
         assert torch.equal(inputs[1:, : length - stride], inputs[:-1, stride:])
         start = val.index(bytes(inputs[0].tolist()))
-        labels = {}
-        for j in range(10):
+        labels = []
+        for j in range(inputs.shape[0]):
             for t in range(length):
                 if targets[j, t] != IGNORE:
                     pos = start + j * stride + t + 1  # the byte this position predicts
-                    assert pos not in labels and targets[j, t] == val[pos]
-                    labels[pos] = True
-        assert sorted(labels) == list(range(start + 1, start + 1 + length + 9 * stride))
-    # more windows than fit: as many as fit; a length longer than the text: one-line error
-    assert sum(b.inputs.shape[0] for b in task.eval_batches(128, 10_000, gen(2), "test", 64)) == (
-        (len(val) - 1 - 128) // 64 + 1
-    )
+                    assert targets[j, t] == val[pos] and t >= length - stride  # never a short context
+                    labels.append(pos)
+        assert len(labels) == len(set(labels)) == 10 * 8  # n_samples x (L // 2) labels, each once
+        assert labels == list(range(labels[0], labels[0] + 80))
+        spans[length] = labels
+    assert all(v == spans[16] for v in spans.values())  # the same bytes at every length
+    assert inputs.shape[0] == -(-80 // 128)  # at 256: one window scores its last 128 positions (80 of them)
+    # a huge n_samples is capped by the text; a length longer than the text: one-line error
+    a, n = task.scored_span(16, 10_000)
+    assert a + n + 128 + 1 <= len(val) and n > 80
     with pytest.raises(LengthError, match="validation text"):
         task.check_length(len(val))
 
@@ -479,7 +484,7 @@ def test_lm_perplexity_through_evaluate(corpus: Path) -> None:
     model = Transformer(ModelConfig(256, d_model=16, n_layers=1, n_heads=2), build_encoding(
         "rope", EncodingContext(16, 2, 1, task.max_length())))  # fmt: skip
     out = evaluate(model, task, 32, "test", 6, seed=0, device=torch.device("cpu"), batch_size=4)
-    assert out["n_samples"] == 6 and out["n_scored"] == 32 + 5 * 16
+    assert out["n_samples"] == 3 and out["n_scored"] == 6 * 8  # 6 x L/2 labels in windows of 16 scored positions
     assert out["perplexity"] == pytest.approx(math.exp(out["loss"]))
     assert 100 < out["perplexity"] < 1000  # an untrained model is near the uniform 256
 
