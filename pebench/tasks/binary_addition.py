@@ -17,7 +17,8 @@ expression: training draws ``n`` from 3..``train_max``. Chance level 1/3 (unifor
 
 Defaults (version 2): training lengths 3..16 (``train_max=16``) and 1200 steps. At the papers' 3..40 every core
 encoding stayed at 0.54-0.57 with 600 steps (chance 1/3) and RoPE reached 0.69 with 2400; at 3..16 and 1200 steps
-RoPE reaches 0.87 (docs/defaults.md). The papers' protocol is ``--task-options binary_addition:train_max=40``.
+sinusoidal reaches 0.93 and RoPE 0.87 (docs/defaults.md). The papers' protocol is
+``--task-options binary_addition:train_max=40``.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ answer is the single token ``y = (x_1 + ... + x_n) mod 2``. Tokens: ``0``, ``1``
 With uniform bits, ``P(y = 1) = 1/2`` exactly for every ``n >= 1``: the classes are balanced, chance level 0.5.
 
 Defaults (version 2): training lengths 1..8 (``train_max=8``) and 1200 steps, so that the default model learns the
-task in distribution (RoPE 0.99 at 8; at the papers' 1..40 no core encoding left chance with 600-2400 steps, see
-docs/defaults.md). The papers' protocol is ``--task-options parity:train_max=40``.
+task in distribution (NoPE, RoPE and ALiBi 0.99 at 8; at the papers' 1..40 no core encoding left chance with
+600-2400 steps, see docs/defaults.md). The papers' protocol is ``--task-options parity:train_max=40``.
 """
 
 from __future__ import annotations

@@ -362,6 +362,56 @@ def test_chomsky_train_max_moves_training_and_evaluation_lengths(name: str) -> N
         assert tasks.build(name, {"train_max": 2}).train_range == (1, 2)
 
 
+# Version 2 (issue 12 item 3): the defaults of the five tasks no core encoding learned, each trained as written here
+# from docs/defaults.md, and the source's protocol one option away. Delétang et al. 2023 (arXiv:2207.02098, Sec. 4)
+# train every Chomsky task on input lengths 1..40 and test on 41..500; binary_addition's shortest expression is 3
+# tokens (x + y), and a modular_arithmetic expression of even length n uses its first n - 1 tokens (odd prompts).
+# The seed study trains modular_sum at 32 tokens for 400 steps; template trained for 600 steps (version 1).
+VERSION_2 = {  # task: (prompt lengths drawn in training at the defaults, with the papers' train_max=40; steps)
+    "parity": (range(1, 9), range(1, 41), 1200),
+    "modular_arithmetic": (range(1, 6, 2), range(1, 40, 2), 2400),
+    "binary_addition": (range(3, 17), range(3, 41), 1200),
+}
+
+
+def drawn_prompt_lengths(task: Task) -> set[int]:
+    """The prompt lengths of 30 training batches: the first scored position is the prompt's length."""
+    out: set[int] = set()
+    for seed in range(30):
+        batch = task.sample_train(64, gen(seed))
+        out |= set((batch.targets != IGNORE).int().argmax(dim=1).tolist())
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(VERSION_2))
+def test_version_2_defaults_and_the_papers_protocol_one_option_away(name: str) -> None:
+    from pebench.settings import Settings
+
+    default, paper, steps = VERSION_2[name]
+    task = tasks.build(name)
+    assert task.version == "2" and "papers: " in task.description
+    assert drawn_prompt_lengths(task) == set(default)
+    assert Settings().train_config(task).steps == steps
+    papers = tasks.build(name, {"train_max": 40})
+    assert drawn_prompt_lengths(papers) == set(paper)
+    assert papers.eval_lengths("quick") == [40, 80, 160] and papers.eval_lengths("full") == list(range(40, 501))
+    assert "papers' protocol: 40" in type(task).options["train_max"].help
+
+
+def test_version_2_modular_sum_and_template_defaults() -> None:
+    from pebench.settings import Settings
+
+    modular_sum, template = tasks.build("modular_sum"), tasks.build("template")
+    assert modular_sum.version == template.version == "2"
+    assert modular_sum.sample_train(4, gen()).inputs.shape == (4, 8)
+    assert modular_sum.eval_lengths("quick") == [8, 16, 32]
+    assert Settings().train_config(modular_sum).steps == 1200 and Settings().train_config(template).steps == 1200
+    seed_study = tasks.build("modular_sum", {"train_length": 32})  # the seed study's length (with --steps 400)
+    assert seed_study.sample_train(4, gen()).inputs.shape == (4, 32)
+    assert seed_study.eval_lengths("quick") == [32, 64, 128]
+    assert Settings(steps=400).train_config(seed_study).steps == 400
+
+
 def test_score_picks_the_declared_metric() -> None:
     m = {"token_accuracy": 0.7, "sequence_accuracy": 0.2, "perplexity": 3.5}
     assert tasks.build("copy").score(m) == 0.2

@@ -1,11 +1,11 @@
 """The published claims pebench checks itself against (``pebench findings``, the report's *Findings* section).
 
 Each claim states what its source measured and how the checks test it at pebench's scale (small models, each task's
-default lengths; multiples are of the training length, so ``2`` is 128 for k_back and 80 for parity). Thresholds
-are the source's where it gives one; otherwise they are fixed here, before looking at any run, from pebench's own
-definitions: "about equal" and "flat" perplexities are within ``pebench compare``'s perplexity tolerance (5%
-relative), and "at chance" is pebench's *not learned* (normalised score below 0.1). ``docs/findings.md`` has the
-same list with the commands that run each claim's cases.
+default lengths; multiples are of the training length, so ``2`` is 128 for k_back and 16 for parity, 80 with the
+papers' ``--task-options parity:train_max=40``). Thresholds are the source's where it gives one; otherwise they are
+fixed here, before looking at any run, from pebench's own definitions: "about equal" and "flat" perplexities are
+within ``pebench compare``'s perplexity tolerance (5% relative), and "at chance" is pebench's *not learned*
+(normalised score below 0.1). ``docs/findings.md`` has the same list with the commands that run each claim's cases.
 """
 
 from __future__ import annotations
