@@ -152,7 +152,7 @@ class Runner:
         """The full configuration of ``case`` (without seed and length) -- stored with the result and hashed.
 
         ``training``: the configuration of the case's trained model, i.e. with every evaluation-only encoding option
-        (:attr:`pebench.options.Option.eval_only`) at its default."""
+        (:attr:`pebench.options.Option.eval_only`) at its default and every evaluation-only task option left out."""
         task = self.task(case.task)
         enc_cls = encodings.get(case.encoding)
         ctx = self.encoding_context(task)
@@ -160,6 +160,10 @@ class Runner:
         if training:
             given = {k: v for k, v in given.items() if not (k in enc_cls.options and enc_cls.options[k].eval_only)}
         probe = enc_cls(ctx, **given)
+        task_config = task.config()
+        if training:  # evaluation-only task options (lm's eval windows) do not change the trained model
+            task_config["options"] = {k: v for k, v in task_config["options"].items()
+                                      if not (k in task.options and task.options[k].eval_only)}  # fmt: skip
         return {
             "encoding": {
                 "name": case.encoding,
@@ -167,7 +171,7 @@ class Runner:
                 "options": probe.opts,
                 **probe.extra_config(),
             },
-            "task": task.config(),
+            "task": task_config,
             "model": self.settings.model_config(task).to_dict(),
             "max_len": ctx.max_len,
             "train": self.settings.train_config(task).to_dict(),

@@ -51,6 +51,8 @@ from pebench.tasks.registry import register
 
 VALID_CORPORA = "stdlib, a directory with train.txt and validation.txt, or hf:<dataset name>"
 HF_MAX_BYTES = 50_000_000
+EVAL_PROTOCOLS = ("nonoverlapping", "sliding")
+EVAL_DEFAULT = "sliding"
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,9 @@ class LanguageModelling(Task):
     options = {
         "corpus": Option("stdlib", f"text corpus: {VALID_CORPORA}", type=str),
         "context": Option(64, "training context length L (tokens)", type=int, low=2, high=1_000_000),
+        "eval": Option(EVAL_DEFAULT, "evaluation windows: nonoverlapping (Press et al.'s default, every position "
+                       "scored) or sliding (stride T/2, each label with at least T/2 context)", type=str,
+                       choices=EVAL_PROTOCOLS, eval_only=True),
     }
     metric = "perplexity"
     min_length = 2
@@ -251,22 +256,24 @@ class LanguageModelling(Task):
         text_len = len(self.corpus.validation)
         longest = max(length, *self.eval_lengths("full"))
         a = longest - longest // 2
-        room = text_len - 1 - a - longest // 2  # the last window may reach up to one stride past the span
+        room = text_len - 1 - a - longest  # the last window may reach up to one stride (<= T) past the span
         if room < 1:  # a short validation text: the span that fits this length alone
             a = length - length // 2
-            room = text_len - 1 - a - length // 2
+            room = text_len - 1 - a - length
         return a, max(1, min(n_samples * max(1, self.train_length // 2), room))
 
     def eval_batches(
         self, length: int, n_samples: int, generator: torch.Generator, split: str, batch_size: int
     ) -> Iterator[Batch]:
-        """Sliding windows (stride ``length // 2``) over one fixed stretch of the validation text, the same at every
-        length; see the module docstring and :meth:`scored_span`. Deterministic: ``generator`` is not used."""
+        """Windows over one fixed stretch of the validation text, the same labels at every length (see the module
+        docstring and :meth:`scored_span`): with option ``eval=sliding`` windows of ``T`` overlap by ``T - s``
+        (stride ``s = T // 2``) and score their last ``s`` positions; with ``eval=nonoverlapping`` consecutive windows
+        of ``T`` tile the stretch and score every position. Deterministic: ``generator`` is not used."""
         self.check_length(length)
         self.check_split(split)
         text = self.corpus.validation
         a, n = self.scored_span(length, n_samples)
-        stride = max(1, length // 2)
+        stride = length if self.opts["eval"] == "nonoverlapping" else max(1, length // 2)
         context = length - stride
         n_windows = -(-n // stride)
         offsets = torch.arange(length + 1)[None, :]

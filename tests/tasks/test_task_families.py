@@ -447,6 +447,39 @@ def test_lm_every_length_scores_the_same_bytes_with_context(corpus: Path) -> Non
         task.check_length(len(val))
 
 
+def test_lm_nonoverlapping_windows_tile_the_same_bytes(corpus: Path) -> None:
+    """Press et al. 2022 sec. 2.1, nonoverlapping inference: the text is cut into consecutive windows of T tokens,
+    each evaluated on its own with every position scored (position t of a window predicts with t tokens of
+    context). The labels are the same stretch as with sliding windows, at every length."""
+    sliding = tasks.build("lm", {"corpus": str(corpus), "context": 16, "eval": "sliding"})
+    task = tasks.build("lm", {"corpus": str(corpus), "context": 16, "eval": "nonoverlapping"})
+    val = (corpus / "validation.txt").read_bytes()
+
+    def labels(t: "tasks.Task", length: int) -> list[int]:
+        batches = list(t.eval_batches(length, 10, gen(length), "test", 4))
+        inputs = torch.cat([b.inputs for b in batches])
+        targets = torch.cat([b.targets for b in batches])
+        stride = length if t is task else length // 2
+        start = val.index(bytes(inputs[0].tolist()))
+        out = []
+        for j in range(inputs.shape[0]):
+            assert bytes(inputs[j].tolist()) == val[start + j * stride : start + j * stride + length]
+            for pos in range(length):
+                if targets[j, pos] != IGNORE:
+                    assert targets[j, pos] == val[start + j * stride + pos + 1]
+                    out.append(start + j * stride + pos + 1)
+        if t is task:  # every window but the last scores every position, the first with no context at all
+            assert bool((targets[:-1] != IGNORE).all())
+        return out
+
+    for length in (16, 32, 64, 256):
+        got = labels(task, length)
+        assert len(got) == len(set(got)) == 80 and got == labels(sliding, length)
+    assert sliding.opts["eval"] != task.opts["eval"] and task.options["eval"].eval_only
+    with pytest.raises(OptionError, match="eval"):
+        tasks.build("lm", {"corpus": str(corpus), "eval": "strided"})
+
+
 def test_lm_stdlib_corpus_is_recorded() -> None:
     task = tasks.build("lm")
     info = task.config()["corpus"]
@@ -521,3 +554,18 @@ def test_quick_lengths_are_full_lengths() -> None:
         task = tasks.build(name)
         assert set(task.eval_lengths("quick")) <= set(task.eval_lengths("full")), name
         assert task.max_length() == max(task.tokens(n) for n in task.eval_lengths("full"))
+
+
+def test_lm_eval_windows_share_the_trained_model(corpus: Path) -> None:
+    """lm's ``eval`` option changes only how a trained model is scored: one model serves both protocols."""
+    from pebench.runner import Case, Runner
+    from pebench.settings import Settings
+
+    def runner(**opts: object) -> Runner:
+        return Runner(Settings(task_options={"lm": {"corpus": str(corpus), "context": 16, **opts}}, device="cpu"))
+
+    case = Case("alibi", "lm", 32)
+    slide, tile, longer = runner(eval="sliding"), runner(eval="nonoverlapping"), runner(eval="sliding", context=32)
+    assert slide.describe(case) != tile.describe(case)  # different results ...
+    assert slide.model_key(case) == tile.model_key(case)  # ... of one trained model
+    assert longer.model_key(case) != slide.model_key(case)  # the training context changes training
