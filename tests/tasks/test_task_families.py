@@ -451,11 +451,13 @@ def test_lm_nonoverlapping_windows_tile_the_same_bytes(corpus: Path) -> None:
     """Press et al. 2022 sec. 2.1, nonoverlapping inference: the text is cut into consecutive windows of T tokens,
     each evaluated on its own with every position scored (position t of a window predicts with t tokens of
     context). The labels are the same stretch as with sliding windows, at every length."""
+    from pebench.tasks.lm import LanguageModelling
+
     sliding = tasks.build("lm", {"corpus": str(corpus), "context": 16, "eval": "sliding"})
     task = tasks.build("lm", {"corpus": str(corpus), "context": 16, "eval": "nonoverlapping"})
     val = (corpus / "validation.txt").read_bytes()
 
-    def labels(t: "tasks.Task", length: int) -> list[int]:
+    def labels(t: LanguageModelling, length: int) -> list[int]:
         batches = list(t.eval_batches(length, 10, gen(length), "test", 4))
         inputs = torch.cat([b.inputs for b in batches])
         targets = torch.cat([b.targets for b in batches])
