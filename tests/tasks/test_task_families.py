@@ -415,9 +415,10 @@ def test_lm_training_windows_come_from_the_training_text(corpus: Path) -> None:
 
 
 def test_lm_every_length_scores_the_same_bytes_with_context(corpus: Path) -> None:
-    """Version 2 (Press et al.'s one validation set for every length): the labels scored at every length are the same
-    stretch of the validation text, each scored once, each with at least T - T//2 tokens of context."""
-    task = tasks.build("lm", {"corpus": str(corpus), "context": 16})
+    """Sliding windows (version 2's protocol; Press et al.'s one validation set for every length): the labels scored at
+    every length are the same stretch of the validation text, each scored once, each with at least T - T//2 tokens of
+    context."""
+    task = tasks.build("lm", {"corpus": str(corpus), "context": 16, "eval": "sliding"})
     val = (corpus / "validation.txt").read_bytes()
     spans = {}
     for length in (16, 32, 17, 64, 256):
@@ -519,7 +520,7 @@ def test_lm_perplexity_through_evaluate(corpus: Path) -> None:
     model = Transformer(ModelConfig(256, d_model=16, n_layers=1, n_heads=2), build_encoding(
         "rope", EncodingContext(16, 2, 1, task.max_length())))  # fmt: skip
     out = evaluate(model, task, 32, "test", 6, seed=0, device=torch.device("cpu"), batch_size=4)
-    assert out["n_samples"] == 3 and out["n_scored"] == 6 * 8  # 6 x L/2 labels in windows of 16 scored positions
+    assert out["n_samples"] == 2 and out["n_scored"] == 6 * 8  # 6 x L/2 labels in nonoverlapping windows of 32
     assert out["perplexity"] == pytest.approx(math.exp(out["loss"]))
     assert 100 < out["perplexity"] < 1000  # an untrained model is near the uniform 256
 
