@@ -74,7 +74,7 @@ _KAZEMNEJAD = ("Kazemnejad et al. trained decoder-only transformers on algorithm
                "tested them up to 2L on exact match: NoPE generalised best, and the absolute (APE, sinusoidal in the "
                "paper) and rotary encodings poorly. Tested on {task} at 2x its training maximum ({n} items at the "
                "default {train}), on exact match: NoPE strictly above RoPE and strictly above sinusoidal (a tie, "
-               "e.g. all three at 0, is not better). Each encoding at its own default depth: NoPE 4 blocks (it "
+               "e.g. all three at 0, is not better). Each encoding at its own default depth: NoPE 6 blocks (it "
                "derives positions through causal attention first; docs/encodings.md), the others 2.")  # fmt: skip
 
 KAZEMNEJAD_COPY = Finding(
