@@ -141,10 +141,10 @@ class Runner:
             self._tasks[name] = tasks.build(name, self.settings.task_options.get(name))
         return self._tasks[name]
 
-    def encoding_context(self, task: Task) -> EncodingContext:
+    def encoding_context(self, task: Task, encoding: str | None = None) -> EncodingContext:
         s = self.settings
         return EncodingContext(
-            d_model=s.d_model, n_heads=s.n_heads, n_layers=s.n_layers, max_len=task.max_length(),
+            d_model=s.d_model, n_heads=s.n_heads, n_layers=s.layers_for(encoding), max_len=task.max_length(),
             train_length=task.train_length,
         )
 
@@ -152,14 +152,18 @@ class Runner:
         """The full configuration of ``case`` (without seed and length) -- stored with the result and hashed.
 
         ``training``: the configuration of the case's trained model, i.e. with every evaluation-only encoding option
-        (:attr:`pebench.options.Option.eval_only`) at its default."""
+        (:attr:`pebench.options.Option.eval_only`) at its default and every evaluation-only task option left out."""
         task = self.task(case.task)
         enc_cls = encodings.get(case.encoding)
-        ctx = self.encoding_context(task)
+        ctx = self.encoding_context(task, case.encoding)
         given = self.settings.encoding_options.get(case.encoding, {})
         if training:
             given = {k: v for k, v in given.items() if not (k in enc_cls.options and enc_cls.options[k].eval_only)}
         probe = enc_cls(ctx, **given)
+        task_config = task.config()
+        if training:  # evaluation-only task options (lm's eval windows) do not change the trained model
+            task_config["options"] = {k: v for k, v in task_config["options"].items()
+                                      if not (k in task.options and task.options[k].eval_only)}  # fmt: skip
         return {
             "encoding": {
                 "name": case.encoding,
@@ -167,8 +171,8 @@ class Runner:
                 "options": probe.opts,
                 **probe.extra_config(),
             },
-            "task": task.config(),
-            "model": self.settings.model_config(task).to_dict(),
+            "task": task_config,
+            "model": self.settings.model_config(task, case.encoding).to_dict(),
             "max_len": ctx.max_len,
             "train": self.settings.train_config(task).to_dict(),
             "eval": {"samples": self.settings.eval_samples},
@@ -228,9 +232,9 @@ class Runner:
         task = self.task(case.task)
         torch.manual_seed(case.seed)
         encoding = encodings.build(
-            case.encoding, self.encoding_context(task), self.settings.encoding_options.get(case.encoding)
+            case.encoding, self.encoding_context(task, case.encoding), self.settings.encoding_options.get(case.encoding)
         )
-        return Transformer(self.settings.model_config(task), encoding)
+        return Transformer(self.settings.model_config(task, case.encoding), encoding)
 
     def _save_checkpoint(self, path: Path | None, trained: TrainedModel, config: dict[str, Any]) -> None:
         if path is not None:

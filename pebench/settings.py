@@ -41,7 +41,9 @@ class Settings:
         on = pack == "on" or (pack == "auto" and pick_device(device).type != "cpu")
         return seeds if on and seeds > 1 else 1
     d_model: int = ModelConfig.d_model
-    n_layers: int = ModelConfig.n_layers
+    n_layers: int | None = None
+    """Transformer blocks; None: the encoding's :attr:`~pebench.encodings.PositionalEncoding.default_layers`, else
+    :attr:`ModelConfig.n_layers` (see :meth:`layers_for`)."""
     n_heads: int = ModelConfig.n_heads
     dropout: float = ModelConfig.dropout
     eval_samples: int = 256
@@ -56,11 +58,24 @@ class Settings:
         steps = self.steps if self.steps is not None else (task.default_steps or TrainConfig.steps)
         return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr, precision=self.precision)
 
-    def model_config(self, task: Task) -> ModelConfig:
+    def layers_for(self, encoding: str | None = None) -> int:
+        """The depth of ``encoding``'s models: ``--layers`` when given, else the encoding's ``default_layers``,
+        else the global default."""
+        if self.n_layers is not None:
+            return self.n_layers
+        if encoding is not None:
+            from pebench import encodings
+
+            own = encodings.get(encoding).default_layers
+            if own is not None:
+                return own
+        return ModelConfig.n_layers
+
+    def model_config(self, task: Task, encoding: str | None = None) -> ModelConfig:
         return ModelConfig(
             vocab_size=task.vocab_size,
             d_model=self.d_model,
-            n_layers=self.n_layers,
+            n_layers=self.layers_for(encoding),
             n_heads=self.n_heads,
             dropout=self.dropout,
         )
@@ -68,7 +83,7 @@ class Settings:
     def check(self) -> None:
         """Validate through the configs' own checks; an error names the settings as command-line flags."""
         try:
-            ModelConfig(vocab_size=1, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
+            ModelConfig(vocab_size=1, d_model=self.d_model, n_layers=self.layers_for(), n_heads=self.n_heads,
                         dropout=self.dropout)  # fmt: skip
             TrainConfig(steps=TrainConfig.steps if self.steps is None else self.steps, batch_size=self.batch_size,
                         lr=self.lr, precision=self.precision)  # fmt: skip
@@ -103,8 +118,8 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
          {"default": "auto", "choices": ("auto", "on", "off")}),
     Flag("--d-model", "d_model", f"model width (default {Settings.d_model})",
          {"type": int, "default": Settings.d_model}),
-    Flag("--layers", "n_layers", f"transformer blocks (default {Settings.n_layers})",
-         {"type": int, "default": Settings.n_layers}),
+    Flag("--layers", "n_layers", f"transformer blocks (default {ModelConfig.n_layers}, or the encoding's own "
+         "default_layers: nope 6, see docs/encodings.md)", {"type": int, "default": Settings.n_layers}),
     Flag("--heads", "n_heads", f"attention heads (default {Settings.n_heads})",
          {"type": int, "default": Settings.n_heads}),
     Flag("--batch-size", "batch_size", f"training batch size (default {Settings.batch_size})",

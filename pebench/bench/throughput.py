@@ -90,7 +90,8 @@ def encoding_names(spec: str) -> list[str]:
 
 def step_throughput(args: argparse.Namespace) -> list[dict[str, float | int | str]]:
     device = pick_device(args.device)
-    cfg = ModelConfig(vocab_size=args.vocab, d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads)
+    layers = args.n_layers or ModelConfig.n_layers  # the default model's depth for every encoding measured
+    cfg = ModelConfig(vocab_size=args.vocab, d_model=args.d_model, n_layers=layers, n_heads=args.n_heads)
     rows = []
     for seq in args.seq:
         x = torch.randint(0, cfg.vocab_size, (args.batch_size, seq), device=device)
@@ -122,7 +123,8 @@ def step_throughput(args: argparse.Namespace) -> list[dict[str, float | int | st
 def main(args: argparse.Namespace) -> int:
     """Print the step throughput table and the pebench / HF ratio per sequence length."""
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {pick_device(args.device)}")
-    print(f"batch {args.batch_size}, d_model {args.d_model}, layers {args.n_layers}, heads {args.n_heads}, "
+    layers = args.n_layers or ModelConfig.n_layers
+    print(f"batch {args.batch_size}, d_model {args.d_model}, layers {layers}, heads {args.n_heads}, "
           f"vocab {args.vocab}; best of {args.repeats} x {args.steps} steps")  # fmt: skip
     rows = step_throughput(args)
     print(f"{'seq':>5}  {'model':<24} {'ms/step':>9} {'tokens/s':>10}")

@@ -16,6 +16,11 @@ The model calls these hooks and never looks at an encoding's name:
   seed and configuration give the same positions and metrics). The trainer uses these two hooks wherever it builds
   positions (training, evaluation, the stored attention snapshot) unless the task sets the batch's positions.
 
+Model defaults are class attributes too: :attr:`PositionalEncoding.default_layers` is the depth an encoding is
+trained at when the user gives no ``--layers`` (None: the global default, 2). An encoding that must derive
+positions inside the network, as NoPE does through causal attention, can ask for more blocks this way; the model and
+the runner read the number, never the encoding's name.
+
 Capabilities are class attributes, never name lists: :attr:`PositionalEncoding.position_indexed` says whether the
 encoding reads the index positions (NoPE and CoPE do not; neither does the DroPE schedule);
 :attr:`PositionalEncoding.bias_shared_by_layers` says that :meth:`~PositionalEncoding.attn_bias` ignores ``q``, ``k``
@@ -69,6 +74,10 @@ class PositionalEncoding(nn.Module):
     position_indexed: ClassVar[bool] = True
     """Whether the encoding reads the index positions (False: they mean nothing to it, so wrapping it with random
     positions or using it as a DroPE base is refused)."""
+    default_layers: ClassVar[int | None] = None
+    """Transformer blocks this encoding is trained with when the user gives no ``--layers`` (None: the global
+    default, :attr:`pebench.models.ModelConfig.n_layers`). An explicit ``--layers`` always wins. Part of the stored
+    model configuration like any depth, so changing it changes the model's identity; bump :attr:`version` too."""
     packable: ClassVar[bool] = True
     """Whether the encoding's hooks run under :func:`torch.func.vmap`, so that several seeds can be trained as one
     batched model (:mod:`pebench.packing`); False: its seeds are trained one by one."""

@@ -1,25 +1,33 @@
 """Byte-level language modelling of real text, trained at context ``L`` and evaluated at ``L, 2L, 4L, 8L`` (full
-tier also ``16L``) with sliding windows.
+tier also ``16L``) on one fixed stretch of the validation text.
 
-Source: the standard long-context perplexity protocol (e.g. Press et al., "Train Short, Test Long" (ALiBi), ICLR
-2022, arXiv:2108.12409, which evaluates with non-overlapping and sliding windows; Chen et al., "Extending Context
-Window of Large Language Models via Positional Interpolation", 2023, arXiv:2306.15595).
+Source: the standard long-context perplexity protocol (Press et al., "Train Short, Test Long" (ALiBi), ICLR 2022,
+arXiv:2108.12409, sec. 2.1 and appendix B; Chen et al., "Extending Context Window of Large Language Models via
+Positional Interpolation", 2023, arXiv:2306.15595).
 
 Definition. Tokens are the 256 byte values (vocabulary 256) of a UTF-8 text. The task length ``T`` is the context
 length in tokens. Training windows are ``T + 1`` consecutive bytes of the training text at uniformly random offsets:
 inputs the first ``T``, targets the last ``T`` (every position scored).
 
-Evaluation (:meth:`LanguageModelling.eval_batches`, version 2). Every evaluation length scores the *same* bytes: the
+Evaluation (:meth:`LanguageModelling.eval_batches`). Every evaluation length scores the *same* bytes: the
 ``n = n_samples x (L // 2)`` labels of one fixed stretch of the validation text (:meth:`~LanguageModelling.scored_span`;
-it starts half the full tier's longest length into the text, so even the longest window has its context). Windows of
-``T`` tokens slide over it with stride ``s = T // 2``; each scores only its last ``s`` positions, so every label of
-the stretch is scored exactly once, always with between ``T - s`` and ``T - 1`` tokens of context (none is scored
-with a short context). At the training length there are ``n_samples`` windows. As in Press et al.'s comparison
-across lengths (one validation set for every length), perplexities at different lengths are then over the same
-text. Version 1 drew a random stretch per length, of a size that grew with ``T``, and scored the first window's
-every position: at 64, 128, 256 and 512 ALiBi read 3.89, 3.34, 4.72 and 4.21, a non-monotonic curve that mostly
-measured which text each length drew. Metric: perplexity ``exp(mean cross-entropy per byte over scored positions)``,
-lower is better; chance level 256 (a uniform predictor).
+it starts half the full tier's longest length into the text), so perplexities at different lengths are over the same
+text, as in Press et al.'s comparison across lengths. Option ``eval`` (evaluation only: both protocols score one
+trained model) says how windows of ``T`` tokens cover it:
+
+* ``nonoverlapping`` (default since version 3; Press et al. sec. 2.1, "nonoverlapping inference", the protocol of
+  their Fig. 1 and tables unless stated otherwise): consecutive windows of ``T`` tile the stretch and every position
+  is scored, position ``t`` of a window with ``t`` tokens of context. A longer window gives more of its tokens a long
+  context, so a model that extrapolates gets *lower* perplexity with ``T`` (their Fig. 1).
+* ``sliding`` (version 2's protocol; Press et al. appendix B use stride 1, here stride ``s = T // 2``): windows of
+  ``T`` overlap by ``T - s`` and each scores only its last ``s`` positions, so every label has between ``T - s`` and
+  ``T - 1`` tokens of context.
+
+Measured (ALiBi, default model, 600 steps, one seed; perplexity at 64 / 128 / 256 / 512): nonoverlapping 4.40, 4.31,
+4.27, 4.26; sliding 4.21, 4.22, 4.24, 4.25. Version 1 drew a random stretch per length, of a size that grew with
+``T``, and scored the first window's every position: 3.89, 3.34, 4.72, 4.21, a non-monotonic curve that mostly
+measured which text each length drew (docs/tasks.md, "ALiBi on lm"). Metric: perplexity ``exp(mean cross-entropy per
+byte over scored positions)``, lower is better; chance level 256 (a uniform predictor).
 
 Corpora (option ``corpus``):
 
@@ -51,6 +59,8 @@ from pebench.tasks.registry import register
 
 VALID_CORPORA = "stdlib, a directory with train.txt and validation.txt, or hf:<dataset name>"
 HF_MAX_BYTES = 50_000_000
+EVAL_PROTOCOLS = ("nonoverlapping", "sliding")
+EVAL_DEFAULT = "nonoverlapping"
 
 
 @dataclass(frozen=True)
@@ -146,12 +156,15 @@ _CACHE: dict[str, Corpus] = {}
 @register
 class LanguageModelling(Task):
     name = "lm"
-    version = "2"
-    description = "byte-level language modelling of real text (default: the Python stdlib); sliding-window eval"
+    version = "3"
+    description = "byte-level language modelling of real text (default: the Python stdlib); nonoverlapping eval"
     paper = "Press et al. 2022, arXiv:2108.12409 (sliding-window perplexity)"
     options = {
         "corpus": Option("stdlib", f"text corpus: {VALID_CORPORA}", type=str),
         "context": Option(64, "training context length L (tokens)", type=int, low=2, high=1_000_000),
+        "eval": Option(EVAL_DEFAULT, "evaluation windows: nonoverlapping (Press et al.'s default, every position "
+                       "scored) or sliding (stride T/2, each label with at least T/2 context)", type=str,
+                       choices=EVAL_PROTOCOLS, eval_only=True),
     }
     metric = "perplexity"
     min_length = 2
@@ -251,22 +264,24 @@ class LanguageModelling(Task):
         text_len = len(self.corpus.validation)
         longest = max(length, *self.eval_lengths("full"))
         a = longest - longest // 2
-        room = text_len - 1 - a - longest // 2  # the last window may reach up to one stride past the span
+        room = text_len - 1 - a - longest  # the last window may reach up to one stride (<= T) past the span
         if room < 1:  # a short validation text: the span that fits this length alone
             a = length - length // 2
-            room = text_len - 1 - a - length // 2
+            room = text_len - 1 - a - length
         return a, max(1, min(n_samples * max(1, self.train_length // 2), room))
 
     def eval_batches(
         self, length: int, n_samples: int, generator: torch.Generator, split: str, batch_size: int
     ) -> Iterator[Batch]:
-        """Sliding windows (stride ``length // 2``) over one fixed stretch of the validation text, the same at every
-        length; see the module docstring and :meth:`scored_span`. Deterministic: ``generator`` is not used."""
+        """Windows over one fixed stretch of the validation text, the same labels at every length (see the module
+        docstring and :meth:`scored_span`): with option ``eval=sliding`` windows of ``T`` overlap by ``T - s``
+        (stride ``s = T // 2``) and score their last ``s`` positions; with ``eval=nonoverlapping`` consecutive windows
+        of ``T`` tile the stretch and score every position. Deterministic: ``generator`` is not used."""
         self.check_length(length)
         self.check_split(split)
         text = self.corpus.validation
         a, n = self.scored_span(length, n_samples)
-        stride = max(1, length // 2)
+        stride = length if self.opts["eval"] == "nonoverlapping" else max(1, length // 2)
         context = length - stride
         n_windows = -(-n // stride)
         offsets = torch.arange(length + 1)[None, :]

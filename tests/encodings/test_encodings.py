@@ -364,3 +364,23 @@ def test_resolve_and_option_ranges():
         resolve("t", declared, {"flag": "maybe"})
     with pytest.raises(OptionError, match="one of 'a', 'b'"):
         resolve("t", declared, {"mode": "c"})
+
+
+def test_default_layers_is_the_depth_unless_layers_is_given():
+    """An encoding's ``default_layers`` is its models' depth when ``--layers`` is not given; an explicit ``--layers``
+    wins; other encodings keep the global default. NoPE asks for 6 blocks: it has to derive positions through causal
+    attention first (Kazemnejad et al. 2023, Theorem 1: one layer recovers absolute positions from the causal mask),
+    then use them (measured in docs/encodings.md)."""
+    from pebench.runner import Case, Runner
+    from pebench.settings import Settings
+
+    assert encodings.get("nope").default_layers == 6 and encodings.get("rope").default_layers is None
+    default, explicit = Settings(device="cpu"), Settings(n_layers=3, device="cpu")
+    assert default.layers_for("nope") == 6 and default.layers_for("rope") == ModelConfig.n_layers == 2
+    assert explicit.layers_for("nope") == explicit.layers_for("rope") == 3
+    runner = Runner(default)
+    for name, depth in (("nope", 6), ("rope", 2)):
+        case = Case(name, "copy", 12)
+        assert len(runner.build_model(case).blocks) == depth
+        assert runner.describe(case)["model"]["n_layers"] == depth  # stored with every result, so never mixed
+    assert Runner(explicit).model_key(Case("nope", "copy", 12)) != runner.model_key(Case("nope", "copy", 12))

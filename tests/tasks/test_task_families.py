@@ -465,9 +465,10 @@ def test_lm_training_windows_come_from_the_training_text(corpus: Path) -> None:
 
 
 def test_lm_every_length_scores_the_same_bytes_with_context(corpus: Path) -> None:
-    """Version 2 (Press et al.'s one validation set for every length): the labels scored at every length are the same
-    stretch of the validation text, each scored once, each with at least T - T//2 tokens of context."""
-    task = tasks.build("lm", {"corpus": str(corpus), "context": 16})
+    """Sliding windows (version 2's protocol; Press et al.'s one validation set for every length): the labels scored at
+    every length are the same stretch of the validation text, each scored once, each with at least T - T//2 tokens of
+    context."""
+    task = tasks.build("lm", {"corpus": str(corpus), "context": 16, "eval": "sliding"})
     val = (corpus / "validation.txt").read_bytes()
     spans = {}
     for length in (16, 32, 17, 64, 256):
@@ -495,6 +496,41 @@ def test_lm_every_length_scores_the_same_bytes_with_context(corpus: Path) -> Non
     assert a + n + 128 + 1 <= len(val) and n > 80
     with pytest.raises(LengthError, match="validation text"):
         task.check_length(len(val))
+
+
+def test_lm_nonoverlapping_windows_tile_the_same_bytes(corpus: Path) -> None:
+    """Press et al. 2022 sec. 2.1, nonoverlapping inference: the text is cut into consecutive windows of T tokens,
+    each evaluated on its own with every position scored (position t of a window predicts with t tokens of
+    context). The labels are the same stretch as with sliding windows, at every length."""
+    from pebench.tasks.lm import LanguageModelling
+
+    sliding = tasks.build("lm", {"corpus": str(corpus), "context": 16, "eval": "sliding"})
+    task = tasks.build("lm", {"corpus": str(corpus), "context": 16, "eval": "nonoverlapping"})
+    val = (corpus / "validation.txt").read_bytes()
+
+    def labels(t: LanguageModelling, length: int) -> list[int]:
+        batches = list(t.eval_batches(length, 10, gen(length), "test", 4))
+        inputs = torch.cat([b.inputs for b in batches])
+        targets = torch.cat([b.targets for b in batches])
+        stride = length if t is task else length // 2
+        start = val.index(bytes(inputs[0].tolist()))
+        out = []
+        for j in range(inputs.shape[0]):
+            assert bytes(inputs[j].tolist()) == val[start + j * stride : start + j * stride + length]
+            for pos in range(length):
+                if targets[j, pos] != IGNORE:
+                    assert targets[j, pos] == val[start + j * stride + pos + 1]
+                    out.append(start + j * stride + pos + 1)
+        if t is task:  # every window but the last scores every position, the first with no context at all
+            assert bool((targets[:-1] != IGNORE).all())
+        return out
+
+    for length in (16, 32, 64, 256):
+        got = labels(task, length)
+        assert len(got) == len(set(got)) == 80 and got == labels(sliding, length)
+    assert sliding.opts["eval"] != task.opts["eval"] and task.options["eval"].eval_only
+    with pytest.raises(OptionError, match="eval"):
+        tasks.build("lm", {"corpus": str(corpus), "eval": "strided"})
 
 
 def test_lm_stdlib_corpus_is_recorded() -> None:
@@ -534,7 +570,7 @@ def test_lm_perplexity_through_evaluate(corpus: Path) -> None:
     model = Transformer(ModelConfig(256, d_model=16, n_layers=1, n_heads=2), build_encoding(
         "rope", EncodingContext(16, 2, 1, task.max_length())))  # fmt: skip
     out = evaluate(model, task, 32, "test", 6, seed=0, device=torch.device("cpu"), batch_size=4)
-    assert out["n_samples"] == 3 and out["n_scored"] == 6 * 8  # 6 x L/2 labels in windows of 16 scored positions
+    assert out["n_samples"] == 2 and out["n_scored"] == 6 * 8  # 6 x L/2 labels in nonoverlapping windows of 32
     assert out["perplexity"] == pytest.approx(math.exp(out["loss"]))
     assert 100 < out["perplexity"] < 1000  # an untrained model is near the uniform 256
 
@@ -571,3 +607,18 @@ def test_quick_lengths_are_full_lengths() -> None:
         task = tasks.build(name)
         assert set(task.eval_lengths("quick")) <= set(task.eval_lengths("full")), name
         assert task.max_length() == max(task.tokens(n) for n in task.eval_lengths("full"))
+
+
+def test_lm_eval_windows_share_the_trained_model(corpus: Path) -> None:
+    """lm's ``eval`` option changes only how a trained model is scored: one model serves both protocols."""
+    from pebench.runner import Case, Runner
+    from pebench.settings import Settings
+
+    def runner(**opts: object) -> Runner:
+        return Runner(Settings(task_options={"lm": {"corpus": str(corpus), "context": 16, **opts}}, device="cpu"))
+
+    case = Case("alibi", "lm", 32)
+    slide, tile, longer = runner(eval="sliding"), runner(eval="nonoverlapping"), runner(eval="sliding", context=32)
+    assert slide.describe(case) != tile.describe(case)  # different results ...
+    assert slide.model_key(case) == tile.model_key(case)  # ... of one trained model
+    assert longer.model_key(case) != slide.model_key(case)  # the training context changes training

@@ -58,8 +58,9 @@ PRESS = Finding(
     claim="Press et al. trained language models on WikiText-103 with inputs of L = 512 or 1024 tokens and evaluated "
     "them on longer inputs (Fig. 1; exact perplexities in their appendix tables): ALiBi's perplexity does not "
     "degrade past L, while sinusoidal's rises steeply. Tested on the byte-level lm task at 4x the training length "
-    "(256 tokens at the default 64): ALiBi's perplexity at most 5% above its own at the training length (flat within "
-    "pebench compare's tolerance), sinusoidal's at least doubled, and ALiBi's below sinusoidal's there.",
+    "(256 tokens at the default 64), scored as in the paper with nonoverlapping windows over the same text at every "
+    "length (lm version 3; sec. 2.1 of the paper): ALiBi's perplexity at most 5% above its own at the training length "
+    "(flat within pebench compare's tolerance), sinusoidal's at least doubled, and ALiBi's below sinusoidal's there.",
     checks=(
         perplexity("alibi", "lm", 4) <= (1 + PPL_SAME) * perplexity("alibi", "lm", 1),
         perplexity("sinusoidal", "lm", 4) >= 2 * perplexity("sinusoidal", "lm", 1),
@@ -73,7 +74,8 @@ _KAZEMNEJAD = ("Kazemnejad et al. trained decoder-only transformers on algorithm
                "tested them up to 2L on exact match: NoPE generalised best, and the absolute (APE, sinusoidal in the "
                "paper) and rotary encodings poorly. Tested on {task} at 2x its training maximum ({n} items at the "
                "default {train}), on exact match: NoPE strictly above RoPE and strictly above sinusoidal (a tie, "
-               "e.g. all three at 0, is not better).")  # fmt: skip
+               "e.g. all three at 0, is not better). Each encoding at its own default depth: NoPE 6 blocks (it "
+               "derives positions through causal attention first; docs/encodings.md), the others 2.")  # fmt: skip
 
 KAZEMNEJAD_COPY = Finding(
     name="kazemnejad2023-copy",
