@@ -29,9 +29,12 @@ from typing import Any
 
 import pandas as pd
 
+from pebench import encodings
 from pebench.analysis.scoring import add_normalised, finite
 from pebench.analysis.stats import t_interval
+from pebench.errors import UnknownNameError
 from pebench.hashing import config_hash
+from pebench.models import ModelConfig
 
 SPREAD_FILE = Path(__file__).resolve().parents[1] / "data" / "seed_spread.json"
 Z95 = 1.959964
@@ -40,8 +43,24 @@ PROTOCOL_KEYS = ("task", "model", "train", "eval")
 
 
 def protocol_hash(config: Mapping[str, Any]) -> str:
-    """The hash of a config's task, model, training and evaluation settings (everything but the encoding)."""
-    return config_hash({k: config.get(k) for k in PROTOCOL_KEYS})
+    """The hash of a config's task, model, training and evaluation settings (everything but the encoding).
+
+    An encoding's own default depth (:attr:`~pebench.encodings.PositionalEncoding.default_layers`, e.g. NoPE's 6
+    blocks) counts as the global default depth, so that one default run has one protocol for every encoding."""
+    parts = {k: config.get(k) for k in PROTOCOL_KEYS}
+    model, encoding = parts.get("model"), config.get("encoding")
+    if isinstance(model, Mapping) and isinstance(encoding, Mapping):
+        own = _own_default_layers(str(encoding.get("name")))
+        if own is not None and model.get("n_layers") == own:
+            parts["model"] = {**model, "n_layers": ModelConfig.n_layers}
+    return config_hash(parts)
+
+
+def _own_default_layers(name: str) -> int | None:
+    try:
+        return encodings.get(name).default_layers
+    except UnknownNameError:  # an encoding no longer registered: its depth is taken as stored
+        return None
 
 
 @lru_cache(maxsize=4)

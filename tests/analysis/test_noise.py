@@ -46,6 +46,13 @@ def test_the_spread_applies_only_to_the_configuration_it_was_measured_with():
     assert task_sigma("k_back", {**CONFIG, "encoding": {"name": "alibi"}}, data) == 0.03  # any encoding
     assert task_sigma("k_back", {**CONFIG, "train": {"steps": 50}}, data) is None  # other training
     assert task_sigma("copy", CONFIG, data) is None  # not measured
+    # an encoding's own default depth (NoPE: 6 blocks) is the default protocol; other depths are not
+    deep = {**CONFIG, "model": {"d_model": 128, "n_layers": 2}}
+    data = {"tasks": {"k_back": {"sigma": 0.03, "protocol": protocol_hash(deep)}}}
+    nope = {**deep, "encoding": {"name": "nope"}}
+    assert task_sigma("k_back", {**nope, "model": {"d_model": 128, "n_layers": 6}}, data) == 0.03
+    assert task_sigma("k_back", {**deep, "model": {"d_model": 128, "n_layers": 6}}, data) is None  # rope at 6
+    assert task_sigma("k_back", {**nope, "model": {"d_model": 128, "n_layers": 4}}, data) is None
     shipped = noise.spread_data()
     assert "provenance" in shipped and shipped["provenance"]["regenerate"].startswith("pytest suite")
     for entry in shipped["tasks"].values():
