@@ -26,6 +26,10 @@ encoding reads the index positions (NoPE and CoPE do not; neither does the DroPE
 :attr:`PositionalEncoding.bias_shared_by_layers` says that :meth:`~PositionalEncoding.attn_bias` ignores ``q``, ``k``
 and ``layer``, so the model computes the bias (and its causal mask) once per forward pass and gives it to every
 layer. A bias that depends only on the positions can also be kept between calls with :class:`PositionMemo`.
+:attr:`PositionalEncoding.bias_by_rows` says that each query row's bias depends only on that row's query, the keys
+and the row's scaled scores (CoPE's gates are σ of the scores): the model may then ask for the bias one block of query
+rows at a time through :meth:`PositionalEncoding.attn_bias_rows`, handing over the block's scores it has already
+computed, and never builds the whole ``(B, H, T, T)`` bias (its blocked attention on the CPU and for packed seeds).
 A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
 position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
 :func:`pebench.encodings.registry.wrappable`.
@@ -85,6 +89,11 @@ class PositionalEncoding(nn.Module):
     """Whether :meth:`attn_bias` is the same in every layer of one forward pass (it ignores ``q``, ``k`` and
     ``layer``): the model then calls it in the first layer only and reuses the result (ALiBi, T5's shared table,
     FIRE's shared MLP). False for per-layer parameters (KERPLE) and content-dependent biases (CoPE)."""
+    bias_by_rows: ClassVar[bool] = False
+    """Whether :meth:`attn_bias_rows` is implemented: the bias of a block of query rows can be computed on its own
+    from those rows' scaled scores (a content-dependent bias whose rows are independent, as CoPE's). The model then
+    builds it block by block inside its blocked attention (on the CPU and for packed seeds) and reuses the scores
+    instead of computing q·k twice; elsewhere it still calls :meth:`attn_bias`, which must give the same values."""
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__()
@@ -113,6 +122,16 @@ class PositionalEncoding(nn.Module):
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
         """Additive bias on the scaled scores, ``(H, T, T)`` or ``(B, H, T, T)``; None for no bias."""
         return None
+
+    def attn_bias_rows(
+        self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int
+    ) -> Tensor:
+        """The bias of query rows ``start .. start + R - 1`` against keys ``0 .. S - 1`` (``S >= start + R``), only
+        for encodings with :attr:`bias_by_rows`: ``scores`` ``(B, H, R, S)`` are those rows' scaled scores
+        ``q·kᵀ·attn_scale``, ``q`` ``(B, H, R, qk_dim)`` their queries and ``k`` ``(B, H, S, qk_dim)`` the keys.
+        Entries of keys after a row's query (``j > start + r``) are masked by the model whatever they hold. Returns
+        ``(B, H, R, S)`` (or broadcastable to it), equal to the same block of :meth:`attn_bias`."""
+        raise NotImplementedError(f"encoding {self.name} does not compute its bias by rows")
 
     def on_step(self, step: int, total_steps: int) -> None:
         """Called by the trainer before each optimisation step (``0 <= step < total_steps``)."""
@@ -148,6 +167,10 @@ class Wrapper(PositionalEncoding):
     def packable(self) -> bool:  # type: ignore[override]
         return self.inner.packable
 
+    @property  # type: ignore[override]
+    def bias_by_rows(self) -> bool:  # type: ignore[override]
+        return self.inner.bias_by_rows
+
     @property
     def qk_dim(self) -> int:
         return self.inner.qk_dim
@@ -164,6 +187,11 @@ class Wrapper(PositionalEncoding):
 
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
         return self.inner.attn_bias(q, k, positions, layer)
+
+    def attn_bias_rows(
+        self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int
+    ) -> Tensor:
+        return self.inner.attn_bias_rows(scores, q, k, positions, layer, start)
 
     def on_step(self, step: int, total_steps: int) -> None:
         self.inner.on_step(step, total_steps)

@@ -14,7 +14,10 @@ authors do, the interpolation is computed from the integer logits z_i[p] = q_i·
 ⌊p⌋ and ⌈p⌉, never from interpolated vectors.
 
 The bias depends on the content, so it is ``(B, H, T, T)``; it is computed in chunks of queries so the
-intermediate tensors stay small at long evaluation lengths. Index positions are not used at all, so shifting them
+intermediate tensors stay small at long evaluation lengths. Each query row's bias depends only on that row's scores,
+so the encoding declares ``bias_by_rows``: in the model's blocked attention (CPU, packed seeds) the bias is computed
+block by block from the scores the attention computes anyway, and the full bias is never built (issue 17: 0.17x of
+HF Llama's step throughput at seq 256 with the full bias). Index positions are not used at all, so shifting them
 changes nothing.
 """
 
@@ -31,26 +34,39 @@ CHUNK_ELEMENTS = 1 << 24
 """Rough bound on the elements of one chunk's (B, H, rows, T) intermediates."""
 
 
-def cope_bias(q: Tensor, k: Tensor, table: Tensor, scale: float) -> Tensor:
-    """The CoPE bias for queries ``q`` and keys ``k`` ``(B, H, T, d)`` and a table ``(d, npos)``: ``(B, H, T, T)``."""
-    b, h, t, _ = q.shape
+def cope_rows(scores: Tensor, q: Tensor, table: Tensor, start: int) -> Tensor:
+    """The CoPE bias of query rows ``start .. start + R - 1`` against keys ``0 .. S - 1`` from the rows' scaled
+    scores ``(B, H, R, S)``, their queries ``(B, H, R, d)`` and a table ``(d, npos)``: ``(B, H, R, S)``.
+
+    With ``C`` the inclusive cumulative sum of a row's gates over the keys, ``p_ij = C_ii - C_ij + g_ij`` for
+    ``j <= i`` (no flipped copies, no masking: entries of future keys ``j > i`` hold finite values the model masks
+    out, and their gradient is zero). Interpolation as ``z[⌊p⌋] + (p - ⌊p⌋)·(z[⌊p⌋+1] - z[⌊p⌋])``, the same value as
+    the paper's two-sided form (its derivative differs only at exactly integer ``p``)."""
+    r = scores.shape[-2]
     npos = table.shape[-1]
+    z = q.float() @ table.float()  # (B, H, R, npos): z_i[p] = q_i·e[p]
+    step = torch.nn.functional.pad(z[..., 1:] - z[..., :-1], (0, 1))  # z[p+1] - z[p]; 0 past the last row
+    gates = torch.sigmoid(scores.float())
+    cum = gates.cumsum(-1)  # C_ij
+    diagonal = torch.arange(start, start + r, device=scores.device).view(r, 1).expand(*cum.shape[:-1], 1)
+    gates_sum = cum.gather(-1, diagonal)  # C_ii
+    pos = (gates_sum - cum + gates).clamp(0.0, npos - 1)
+    floor = pos.floor()
+    lo = floor.long()
+    return z.gather(-1, lo) + (pos - floor) * step.gather(-1, lo)
+
+
+def cope_bias(q: Tensor, k: Tensor, table: Tensor, scale: float) -> Tensor:
+    """The CoPE bias for queries ``q`` and keys ``k`` ``(B, H, T, d)`` and a table ``(d, npos)``: ``(B, H, T, T)``,
+    computed in chunks of query rows (:func:`cope_rows`)."""
+    b, h, t, _ = q.shape
     qf, kf = q.float(), k.float()
-    logits_int = qf @ table.float()  # (B, H, T, npos): z_i[p]
     chunks = []  # out of place, so it also runs under vmap (packed seeds)
     rows = max(1, CHUNK_ELEMENTS // max(1, b * h * t))
     for start in range(0, t, rows):
         stop = min(t, start + rows)
-        gates = torch.sigmoid((qf[:, :, start:stop] @ kf.transpose(-1, -2)) * scale)
-        future = torch.arange(t, device=q.device)[None, :] > torch.arange(start, stop, device=q.device)[:, None]
-        gates = gates.masked_fill(future, 0.0)
-        pos = gates.flip(-1).cumsum(-1).flip(-1).clamp(max=npos - 1)
-        floor = pos.floor()
-        w = pos - floor
-        lo = floor.long()
-        hi = pos.ceil().long()
-        z = logits_int[:, :, start:stop]
-        chunks.append(z.gather(-1, hi) * w + z.gather(-1, lo) * (1 - w))
+        scores = (qf[:, :, start:stop] @ kf.transpose(-1, -2)) * scale
+        chunks.append(cope_rows(scores, qf[:, :, start:stop], table, start))
     return chunks[0] if len(chunks) == 1 else torch.cat(chunks, dim=2)
 
 
@@ -58,6 +74,7 @@ def cope_bias(q: Tensor, k: Tensor, table: Tensor, scale: float) -> Tensor:
 class CoPE(PositionalEncoding):
     name = "cope"
     position_indexed = False
+    bias_by_rows = True
     description = "contextual positions: reverse cumulative sums of σ(q·k) gates, interpolated learned embeddings"
     paper = "Golovneva et al. 2024, arXiv:2405.18719"
     options = {"npos": Option(64, "rows of the position table (positions are clamped to npos - 1)", type=int, low=2)}
@@ -68,3 +85,8 @@ class CoPE(PositionalEncoding):
 
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor:
         return cope_bias(q, k, self.table[layer], self.attn_scale)
+
+    def attn_bias_rows(
+        self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int
+    ) -> Tensor:
+        return cope_rows(scores, q, self.table[layer], start)

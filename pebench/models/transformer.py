@@ -9,6 +9,7 @@ encoding it hosts: it only calls the hooks of :class:`pebench.encodings.Position
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -132,22 +133,32 @@ BLOCK_ROWS = 64
 """Query rows per block of :func:`blocked_causal_attention`."""
 
 
-def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float, dropout: float = 0.0
+def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float,
+                             dropout: float = 0.0, bias_rows: Callable[[Tensor, int], Tensor] | None = None
                              ) -> Tensor:  # fmt: skip
     """softmax(q·kᵀ·scale + mask)·v computed by blocks of :data:`BLOCK_ROWS` query rows, each against the keys it
     can see (j < the block's end), so about half of the causal upper triangle is never computed.
 
     Exact (the same sums as dense attention; the masked keys a block skips have weight exp(-inf) = 0). Used on the
     CPU when the mask needs a gradient (a learned or content-dependent bias), where PyTorch's SDPA falls back to
-    its dense math path (flash attention gives no gradient for the mask)."""
+    its dense math path (flash attention gives no gradient for the mask). ``mask`` is the full float mask with its
+    causal part; with ``bias_rows`` instead (``mask`` None) the bias of each block is ``bias_rows(scores, start)``
+    from the block's scaled scores and the causal part is added here, so no ``(B, H, T, T)`` tensor is built."""
     t = q.shape[-2]
-    q = q * scale  # (B, H, T, d): cheaper to scale than the (B, H, T, T) scores
+    qs = q * scale  # (B, H, T, d): cheaper to scale than the (B, H, T, T) scores
     kt = k.transpose(-1, -2)
+    causal = causal_additive(t, q.device, torch.float32) if mask is None else None
     outs = []
     for start in range(0, t, BLOCK_ROWS):
         stop = min(t, start + BLOCK_ROWS)
-        scores = torch.matmul(q[..., start:stop, :], kt[..., :stop])
-        probs = (scores.float() + mask[..., start:stop, :stop].float()).softmax(-1).to(v.dtype)
+        scores = torch.matmul(qs[..., start:stop, :], kt[..., :stop]).float()
+        if causal is not None:
+            extra = causal[..., start:stop, :stop]
+            if bias_rows is not None:
+                extra = bias_rows(scores, start) + extra
+        else:
+            extra = mask[..., start:stop, :stop].float()  # type: ignore[index]
+        probs = (scores + extra).softmax(-1).to(v.dtype)
         if dropout:
             probs = F.dropout(probs, dropout)
         outs.append(torch.matmul(probs, v[..., :stop, :]))
@@ -169,16 +180,20 @@ class Attention(nn.Module):
         self.dropout = cfg.dropout
 
     def scores_inputs(
-        self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
+        self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None,
+        bias: bool = True,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
         """q, k (after the encoding's transform), v, and the float attention mask (None: plain causal).
 
         ``shared`` is one forward pass's scratch space: when the encoding says its bias is the same in every layer
         (:attr:`~pebench.encodings.base.PositionalEncoding.bias_shared_by_layers`), the first layer's mask is kept
-        there and the later layers reuse it."""
+        there and the later layers reuse it. ``bias=False``: the mask is not built (None), for a caller that asks
+        the encoding for its bias by rows."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe.transform_qk(q, k, positions, self.layer)
+        if not bias:
+            return q, k, v, None
         reuse = shared is not None and pe.bias_shared_by_layers
         if reuse and "mask" in shared:  # type: ignore[operator]
             return q, k, v, shared["mask"]  # type: ignore[index]
@@ -192,8 +207,17 @@ class Attention(nn.Module):
         self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
     ) -> Tensor:
         b, t, d = x.shape
-        q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
         dropout = self.dropout if self.training else 0.0
+        if pe.bias_by_rows and (x.device.type == "cpu" or torch._C._functorch.is_batchedtensor(x)):
+            q, k, v, _ = self.scores_inputs(x, positions, pe, shared, bias=False)
+
+            def rows(scores: Tensor, start: int) -> Tensor:
+                stop = start + scores.shape[-2]
+                return pe.attn_bias_rows(scores, q[..., start:stop, :], k[..., :stop, :], positions, self.layer, start)
+
+            y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows)
+            return self.out(y.transpose(1, 2).reshape(b, t, d))
+        q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
         if torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
             full = mask if mask is not None else causal_additive(t, q.device, q.dtype)
             y = blocked_causal_attention(q, k, v, full, pe.attn_scale, dropout)

@@ -160,3 +160,49 @@ def test_position_memo_reuses_only_equal_shared_positions() -> None:
     memo(per_sample), memo(per_sample)
     assert len(calls) == 6  # per-sample positions are never stored
     assert torch.equal(memo(torch.arange(5) + 1), (torch.arange(5) + 1).float() * 2)
+
+
+BY_ROWS = [n for n in encodings.available() if built(n).bias_by_rows]
+
+
+def test_the_expected_encodings_give_their_bias_by_rows() -> None:
+    assert BY_ROWS == ["cope"]
+
+
+@pytest.mark.parametrize("name", BY_ROWS)
+def test_a_block_of_rows_equals_that_block_of_the_full_bias(name: str) -> None:
+    """What the capability promises, on the encoding itself: the bias of any block of query rows, computed from that
+    block's scores alone, equals the same block of the full bias on every key the rows can see."""
+    pe = built(name)
+    with torch.no_grad():
+        for p in pe.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    t, pos = 50, torch.arange(50)
+    q, k = torch.randn(2, HEADS, t, D // HEADS), torch.randn(2, HEADS, t, D // HEADS)
+    full = pe.attn_bias(q, k, pos, 1)
+    for start, stop in ((0, 7), (7, 30), (30, 50), (49, 50)):
+        scores = (q[:, :, start:stop] * pe.attn_scale) @ k[:, :, :stop].transpose(-1, -2)
+        rows = pe.attn_bias_rows(scores, q[:, :, start:stop], k[:, :, :stop], pos, 1, start)
+        visible = torch.ones(t, t, dtype=torch.bool).tril()[start:stop, :stop]
+        torch.testing.assert_close(rows[..., visible], full[:, :, start:stop, :stop][..., visible], atol=1e-5, rtol=1e-5)
+
+
+def test_a_bias_by_rows_is_never_built_whole_on_the_cpu() -> None:
+    """Training on the CPU asks the encoding for its bias block by block (BLOCK_ROWS query rows, keys up to the block's
+    end), never for the whole (B, H, T, T) bias; on other devices attn_bias still serves SDPA."""
+    model = make_model("cope")
+    asked: list[tuple[int, int, int]] = []
+    original = model.encoding.attn_bias_rows
+
+    def rows(scores: torch.Tensor, q: torch.Tensor, k: torch.Tensor, *rest: object) -> torch.Tensor:
+        asked.append((int(rest[-1]), scores.shape[-2], scores.shape[-1]))
+        return original(scores, q, k, *rest)  # type: ignore[arg-type]
+
+    def whole(*args: object) -> None:
+        raise AssertionError("the full bias was built")
+
+    model.encoding.attn_bias_rows, model.encoding.attn_bias = rows, whole  # type: ignore[method-assign]
+    model(torch.zeros(2, T, dtype=torch.long)).sum().backward()
+    block = tm.BLOCK_ROWS
+    per_layer = [(0, block, block), (block, block, 2 * block), (2 * block, T - 2 * block, T)]
+    assert asked == per_layer * LAYERS
