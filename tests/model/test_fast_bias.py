@@ -184,7 +184,8 @@ def test_a_block_of_rows_equals_that_block_of_the_full_bias(name: str) -> None:
         scores = (q[:, :, start:stop] * pe.attn_scale) @ k[:, :, :stop].transpose(-1, -2)
         rows = pe.attn_bias_rows(scores, q[:, :, start:stop], k[:, :, :stop], pos, 1, start)
         visible = torch.ones(t, t, dtype=torch.bool).tril()[start:stop, :stop]
-        torch.testing.assert_close(rows[..., visible], full[:, :, start:stop, :stop][..., visible], atol=1e-5, rtol=1e-5)
+        expected = full[:, :, start:stop, :stop][..., visible]
+        torch.testing.assert_close(rows[..., visible], expected, atol=1e-5, rtol=1e-5)
 
 
 def test_a_bias_by_rows_is_never_built_whole_on_the_cpu() -> None:
