@@ -12,7 +12,7 @@ output is the stack and the termination token (the paper's zero padding after it
 Tokens: bits ``0``, ``1``, ``POP = 2``, ``PUSH0 = 3``, ``PUSH1 = 4``, ``END = 5``, ``SEP = 6``, ``PAD = 7``.
 Example (paper): ``0 1 1 0 PUSH1 POP POP -> 1 1 0 END``.
 
-    inputs  = stack actions  SEP  final[:-1]...          targets = IGNORE x n  final END
+    inputs  = stack actions  SEP  final          targets = IGNORE x n  final END        (final: top first)
 
 The final stack has at most ``n`` bits (every token of the input adds at most one), so a sequence is padded to
 ``2n + 1`` tokens. Chance level 1/3 (uniform over the output symbols 0, 1, END).
