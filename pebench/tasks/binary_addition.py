@@ -71,6 +71,10 @@ class BinaryAddition(ChomskyTask):
     def tokens(self, length: int) -> int:
         return 2 * length
 
+    def combine(self, x: int, y: int) -> int:
+        """The answer's value from the operands' (``binary_multiplication`` multiplies)."""
+        return x + y
+
     def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
         self.check_length(length)
         self.check_split(split)
@@ -81,7 +85,7 @@ class BinaryAddition(ChomskyTask):
         for row, n1 in enumerate(splits):
             x = random_operand_bits(n1, generator)
             y = random_operand_bits(length - 1 - n1, generator)
-            answer = [*little_endian(bits_value(x) + bits_value(y)), END]
+            answer = [*little_endian(self.combine(bits_value(x), bits_value(y))), END]
             seq = [*x, PLUS, *y, SEP, *answer[:-1]]
             inputs[row, : len(seq)] = torch.tensor(seq)
             targets[row, length : length + len(answer)] = torch.tensor(answer)

@@ -20,6 +20,7 @@ sequence.
 
 from __future__ import annotations
 
+import random
 from typing import Any, ClassVar
 
 import torch
@@ -37,6 +38,24 @@ def answer_layout(prompt: Tensor, answer: Tensor, sep: int) -> tuple[Tensor, Ten
     inputs = torch.cat([prompt, sep_col, answer[:, :-1]], dim=1)
     targets = torch.cat([torch.full_like(prompt, IGNORE), answer], dim=1)
     return inputs, targets
+
+
+def list_layout(prompts: list[list[int]], answers: list[list[int]], sep: int, pad: int, width: int) -> Batch:
+    """The :func:`answer_layout` of sequences built as Python lists (prompts and answers may differ in length from
+    row to row), each right-padded to ``width`` tokens with ``pad`` inputs and :data:`IGNORE` targets."""
+    inputs = torch.full((len(prompts), width), pad, dtype=torch.long)
+    targets = torch.full((len(prompts), width), IGNORE, dtype=torch.long)
+    for row, (prompt, answer) in enumerate(zip(prompts, answers, strict=True)):
+        seq = [*prompt, sep, *answer[:-1]]
+        inputs[row, : len(seq)] = torch.tensor(seq)
+        targets[row, len(prompt) : len(prompt) + len(answer)] = torch.tensor(answer)
+    return Batch(inputs, targets)
+
+
+def python_random(generator: torch.Generator) -> random.Random:
+    """A :class:`random.Random` seeded by one draw from ``generator``: for generators that build each sequence in
+    Python (recursive expressions, big integers). The samples stay a deterministic function of ``generator``."""
+    return random.Random(int(torch.randint(0, 2**62, (1,), generator=generator)))
 
 
 def pad_to(batch: Batch, width: int, pad: int) -> Batch:

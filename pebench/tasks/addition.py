@@ -1,0 +1,124 @@
+"""Addition with carries: the sum of two decimal numbers, digits least significant first by default.
+
+Source: the multi-digit addition task of McLeish et al., "Transformers Can Do Arithmetic with the Right
+Embeddings", NeurIPS 2024, arXiv:2405.17399 (Abacus embeddings; train on operands of 1-20 digits, every pair of
+operand lengths equally often, test up to 100 digits and beyond) and of Cho et al., "Position Coupling: Improving
+Length Generalization of Arithmetic Transformers Using Task Structure", NeurIPS 2024, arXiv:2405.20671 (train 1-30
+digits, test up to 200; the sum reversed).
+
+Definition. The task length ``n`` is the number of digits of each operand at evaluation. An operand of ``k`` digits
+is uniform over ``10^{k-1} .. 10^k - 1`` (no leading zero; 1-9 for one digit, as in McLeish et al.'s generator). At
+evaluation both operands have exactly ``n`` digits (the diagonal of McLeish et al.'s operand-length grid). In
+training the operand lengths ``i`` and ``j`` are drawn independently and uniformly from ``1 .. m`` (option
+``train_max``, default 5; McLeish et al.'s protocol is 20), so every pair of lengths is equally frequent (their
+"bucket" sampling). The answer is the sum's digits, then ``END``; carries make a digit depend on every less
+significant digit of both operands. Tokens: digits ``0 .. 9``, ``PLUS = 10``, ``SEP = 11`` (the ``=`` sign),
+``END = 12``, ``PAD = 13`` (vocabulary 14).
+
+    inputs  = a  PLUS  b  SEP  c[:-1]              targets = IGNORE x (len a + len b + 1)  c  END
+
+Digit order (option ``digits``):
+
+- ``reversed`` (default; McLeish et al.'s "reverse all"): operands and sum least significant digit first, so the
+  answer is written in the order carries propagate. ``a = 57, b = 68``: ``7 5 + 8 6 = 5 2 1 END``.
+- ``reversed_sum``: operands as usually written, the sum least significant digit first (Cho et al.'s answer order,
+  without their zero padding of the operands): ``5 7 + 6 8 = 5 2 1 END``.
+- ``plain``: everything most significant digit first: ``5 7 + 6 8 = 1 2 5 END``.
+
+The sum of two ``n``-digit operands has ``n`` or ``n + 1`` digits, so a sequence is padded to ``3n + 3`` tokens.
+Metric: exact match of the answer (every sum digit and ``END``). Chance level at the training maximum ``m``: a
+predictor uniform over the ``18 * 10^{m-1} - 1`` possible sums of two ``m``-digit numbers.
+
+Lengths: training ``1 .. m``; out of distribution ``m + 1 .. 5m`` (McLeish et al.'s 20 -> 100 ratio). Quick tier:
+``m``, ``m + 1``, ``2m``, ``4m`` and ``5m``; full tier every length ``1 .. 5m``.
+
+Digit structure. Abacus embeddings and position coupling index each digit by its significance (its place within its
+number). The :class:`~pebench.tasks.base.Batch` has no field for per-token annotations (its ``positions`` replace the
+positions of every encoding, so they are not a place for it), so the task sets none: the structure is in the tokens.
+Digits are the tokens ``0 .. 9`` and every number is a maximal run of them (``PLUS``, ``SEP`` and ``END`` delimit
+the runs); in ``reversed`` order a digit's significance is its index within its run (0 = units), in ``plain``
+order the number of digits after it in its run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from pebench.options import Option
+from pebench.tasks.base import Batch
+from pebench.tasks.common import RangeTrainedTask, algorithmic_lengths, list_layout, python_random
+from pebench.tasks.registry import register
+
+PLUS, SEP, END, PAD = 10, 11, 12, 13
+ORDERS = ("reversed", "reversed_sum", "plain")
+
+
+def decimal_digits(value: int, least_first: bool) -> list[int]:
+    digits = [int(c) for c in str(value)]
+    return digits[::-1] if least_first else digits
+
+
+@register
+class Addition(RangeTrainedTask):
+    name = "addition"
+    version = "1"
+    description = "sum of two decimal numbers with carries, digits reversed (train 1-5 digits; OOD to 25); exact match"
+    paper = "McLeish et al. 2024, arXiv:2405.17399; Cho et al. 2024, arXiv:2405.20671"
+    options = {
+        "train_max": Option(5, "longest operand in training, m digits (OOD m+1 .. 5m; McLeish et al.: 20)", type=int,
+                            low=1, high=1000),
+        "digits": Option("reversed", "digit order: reversed (operands and sum least significant first, McLeish et "
+                         "al.), reversed_sum (only the sum reversed, Cho et al.) or plain", type=str, choices=ORDERS),
+    }  # fmt: skip
+    metric = "exact_match"
+    default_steps = 1200
+    train_min = 1
+    min_length = 1
+    pad_token = PAD
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        m = int(self.opts["train_max"])
+        self.train_length = m
+        self.quick_lengths, self.full_lengths = algorithmic_lengths((1, m), (m + 1, 5 * m))
+        self.order = str(self.opts["digits"])
+
+    @property
+    def vocab_size(self) -> int:
+        return 14
+
+    @property
+    def chance_level(self) -> float:
+        return 1.0 / (18 * 10 ** (self.train_length - 1) - 1)
+
+    def tokens(self, length: int) -> int:
+        return 3 * length + 3
+
+    def operand(self, n_digits: int, rng: Any) -> int:
+        return rng.randint(10 ** (n_digits - 1), 10**n_digits - 1)
+
+    def layout(self, pairs: list[tuple[int, int]], width: int) -> Batch:
+        """The sequences of the operand pairs, padded to ``width`` tokens."""
+        rev_operands = self.order == "reversed"
+        rev_sum = self.order != "plain"
+        prompts = [[*decimal_digits(a, rev_operands), PLUS, *decimal_digits(b, rev_operands)] for a, b in pairs]
+        answers = [[*decimal_digits(a + b, rev_sum), END] for a, b in pairs]
+        return list_layout(prompts, answers, SEP, PAD, width)
+
+    def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
+        self.check_length(length)
+        self.check_split(split)
+        rng = python_random(generator)
+        pairs = [(self.operand(length, rng), self.operand(length, rng)) for _ in range(batch_size)]
+        return self.layout(pairs, self.tokens(length))
+
+    def sample_train(self, batch_size: int, generator: torch.Generator) -> Batch:
+        """Operand lengths ``i``, ``j`` drawn independently per sequence from ``1 .. m``; padded to the longest."""
+        rng = python_random(generator)
+        m = self.train_length
+        sizes = [(rng.randint(1, m), rng.randint(1, m)) for _ in range(batch_size)]
+        pairs = [(self.operand(i, rng), self.operand(j, rng)) for i, j in sizes]
+        width = max(i + j + max(i, j) + 3 for i, j in sizes)  # a PLUS b SEP, up to max(i, j) + 1 digits and END
+        return self.layout(pairs, width)
