@@ -176,9 +176,11 @@ def test_plain_evaluation_is_the_wrapped_encodings_and_random_only_moves_positio
     rope = model_for("rope", task)
     plain = model_for("randomized_rope", task, {"eval_positions": "plain"})
     random = model_for("randomized_rope", task)
-    with torch.no_grad():
-        for p in (*plain.parameters(), *random.parameters(), *rope.parameters()):
-            p.add_(0.05)  # same weights in the three models, off the zero-init of any residual branch
+    with torch.no_grad():  # same weights in the three models, off the zero-init of any residual branch; a random
+        for m in (plain, random, rope):  # shift, since a constant one makes q.k nearly blind to positions
+            g = torch.Generator().manual_seed(1)
+            for p in m.parameters():
+                p.add_(0.05 * torch.randn(p.shape, generator=g))
     spies = [spy(m) for m in (rope, plain, random)]
     results = [evaluate(m, task, 128, "test", 16, 0, CPU, batch_size=8) for m in (rope, plain, random)]
     assert results[0] == results[1]  # plain: 0..T-1, exactly the wrapped encoding's evaluation
