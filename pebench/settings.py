@@ -119,7 +119,7 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
     Flag("--d-model", "d_model", f"model width (default {Settings.d_model})",
          {"type": int, "default": Settings.d_model}),
     Flag("--layers", "n_layers", f"transformer blocks (default {ModelConfig.n_layers}, or the encoding's own "
-         "default_layers: nope 6, see docs/encodings.md)", {"type": int, "default": Settings.n_layers}),
+         "default_layers: nope, nope_qknorm 6, see docs/encodings.md)", {"type": int, "default": Settings.n_layers}),
     Flag("--heads", "n_heads", f"attention heads (default {Settings.n_heads})",
          {"type": int, "default": Settings.n_heads}),
     Flag("--batch-size", "batch_size", f"training batch size (default {Settings.batch_size})",

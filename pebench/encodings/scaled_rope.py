@@ -1,5 +1,6 @@
 """RoPE variants for length extrapolation: position interpolation (``pi``), dynamic NTK-aware base scaling
-(``ntk``) and YaRN (``yarn``). Each rescales RoPE's frequencies θ_i = base^(-2i/d) by a factor s.
+(``ntk``), YaRN (``yarn``), Llama 3.1's scaling (``llama3``) and LongRoPE (``longrope``). Each rescales RoPE's
+frequencies θ_i = base^(-2i/d) by a factor s.
 
 Two modes (option ``mode``):
 
@@ -26,11 +27,35 @@ Formulas (d = head_dim), matching Hugging Face ``transformers`` ``modeling_rope_
       mscale   = 0.1 · ln(s) + 1  (1 when s <= 1), multiplied into cos and sin,
 
   so q·k is scaled by mscale².
+* ``llama3`` (Llama 3.1's frequency-dependent scaling: ``apply_scaling`` in Meta's reference code, whose comment
+  says the values came from a grid search; Llama Team 2024, "The Llama 3 Herd of Models", arXiv:2407.21783; as in
+  ``_compute_llama3_parameters``): with L_orig the original context, low/high frequency factors l = 1 and h = 4
+  and the wavelength λ_i = 2π / θ_i,
+
+      θ'_i = θ_i                          when λ_i < L_orig / h       (high frequencies: kept)
+      θ'_i = θ_i / s                      when λ_i > L_orig / l       (low frequencies: interpolated)
+      θ'_i = (1 - γ_i) θ_i / s + γ_i θ_i  otherwise, γ_i = (L_orig / λ_i - l) / (h - l)
+
+  and no attention factor. Llama 3.1 uses s = 8 (the ``factor`` default of this encoding's train mode).
+* ``longrope`` (Ding et al. 2024, "LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens",
+  arXiv:2402.13753; Phi-3's form, as in ``_compute_longrope_parameters``): one rescale factor λ_i per frequency,
+
+      θ'_i = 1 / (λ_i · base^(2i/d)) = θ_i / λ_i,
+      λ = short_factor at lengths <= L_orig,  λ = long_factor beyond,
+      attention factor a = sqrt(1 + ln s / ln L_orig)  (1 when s <= 1), multiplied into cos and sin,
+
+  so q·k is scaled by a². LongRoPE *searches* the factors for each model and target length; pebench has no such
+  search, so the defaults are not searched values: ``short_factor = ones`` (RoPE within the original context) and
+  ``long_factor = ntk``, the NTK-aware ramp λ_i = s^(2i/(d-2)), rising monotonically from 1 at the highest frequency
+  to s at the lowest (the factors of ``ntk`` with α = 1). Either option also takes d/2 explicit factors, written
+  ``1;1.5;2;4`` (used as given whatever s is). L_orig is the training length, so training (lengths <= L_orig)
+  always uses the short factors; an evaluation longer than L_orig uses the long ones.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import torch
@@ -39,6 +64,7 @@ from torch import Tensor
 from pebench.encodings.base import EncodingContext
 from pebench.encodings.registry import register
 from pebench.encodings.rope import RoPE, rope_inv_freq, rotate_pairs
+from pebench.errors import OptionError
 from pebench.options import Option
 
 MODES = ("eval", "train")
@@ -72,6 +98,19 @@ class ScaledRoPE(RoPE):
             self.scale = max(1.0, eval_length / train_length)
             self.original_length = train_length
             self.refresh()
+
+    @property
+    def attention_factor(self) -> float:
+        """Multiplied into cos and sin, so q·k is scaled by its square (YaRN's mscale, LongRoPE's factor); 1 here."""
+        return 1.0
+
+    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        m = self.attention_factor
+        if m == 1.0:
+            return super().transform_qk(q, k, positions, layer)
+        ang = self.angles(positions, layer)
+        cos, sin = torch.cos(ang) * m, torch.sin(ang) * m
+        return rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)
 
     def extra_config(self) -> dict[str, Any]:
         if self.opts["mode"] == "eval":
@@ -145,8 +184,108 @@ class YaRN(ScaledRoPE):
     def mscale(self) -> float:
         return yarn_mscale(self.current_scale())
 
-    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        ang = self.angles(positions, layer)
-        m = self.mscale
-        cos, sin = torch.cos(ang) * m, torch.sin(ang) * m
-        return rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)
+    @property
+    def attention_factor(self) -> float:
+        return self.mscale
+
+
+def llama3_inv_freq(dim: int, base: float, scale: float, original_length: int,
+                    low_freq_factor: float = 1.0, high_freq_factor: float = 4.0) -> Tensor:
+    """Llama 3.1's frequencies θ'_i for head width ``dim`` (float32); see the module docstring."""
+    theta = rope_inv_freq(dim, base).to(torch.float64)
+    wavelength = 2 * math.pi / theta
+    smooth = (original_length / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    band = (1.0 - smooth) * theta / scale + smooth * theta
+    low = torch.where(wavelength > original_length / low_freq_factor, theta / scale, band)
+    return torch.where(wavelength < original_length / high_freq_factor, theta, low).to(torch.float32)
+
+
+@register
+class Llama3(ScaledRoPE):
+    name = "llama3"
+    description = "RoPE with Llama 3.1's scaling: high frequencies kept, low ones divided by s, a smooth band between"
+    paper = "Llama Team 2024, arXiv:2407.21783 (Llama 3.1 reference apply_scaling)"
+    options = {
+        **ScaledRoPE.options,
+        "factor": Option(8.0, "scale factor s used in train mode (Llama 3.1: 8)", low=1.0),
+        "low_freq_factor": Option(1.0, "l: wavelengths above L_orig/l are divided by s", low=0.0, low_open=True),
+        "high_freq_factor": Option(4.0, "h (> l): wavelengths below L_orig/h are kept", low=0.0, low_open=True),
+    }
+
+    def inv_freq(self) -> Tensor:
+        low, high = self.opts["low_freq_factor"], self.opts["high_freq_factor"]
+        if high <= low:
+            raise OptionError(f"encoding {self.name}: option high_freq_factor={high!r} must exceed "
+                              f"low_freq_factor={low!r}; valid: float in ({low:g}, inf)")
+        original = getattr(self, "original_length", self.ctx.train_length or self.ctx.max_len)
+        return llama3_inv_freq(self.ctx.head_dim, self.opts["base"], self.current_scale(), original, low, high)
+
+
+FACTOR_PRESETS = ("ones", "ntk")
+
+
+def longrope_factors(spec: str, dim: int, scale: float, owner: str = "longrope", option: str = "factor") -> Tensor:
+    """LongRoPE's rescale factors λ_i, i = 0 .. dim/2 - 1 (float64): ``ones``; ``ntk``, the ramp s^(2i/(dim-2));
+    or dim/2 positive numbers separated by ``;`` (commas and brackets are read too, so a Python list's text works)."""
+    n = dim // 2
+    if spec == "ones" or (spec == "ntk" and n == 1):
+        return torch.ones(n, dtype=torch.float64)
+    if spec == "ntk":
+        return scale ** (torch.arange(n, dtype=torch.float64) / (n - 1))
+    valid = f"valid: {' or '.join(repr(p) for p in FACTOR_PRESETS)}, or {n} positive numbers separated by ';'"
+    try:
+        values = [float(v) for v in re.split(r"[;,\s]+", spec.strip().strip("[]()").strip()) if v]
+    except ValueError:
+        raise OptionError(f"encoding {owner}: option {option}={spec!r} is not a list of numbers; {valid}") from None
+    if len(values) != n or not all(math.isfinite(v) and v > 0 for v in values):
+        raise OptionError(f"encoding {owner}: option {option}={spec!r} needs {n} positive factors (head_dim {dim} "
+                          f"/ 2), got {len(values)}; {valid}")
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def longrope_attention_factor(scale: float, original_length: int) -> float:
+    """sqrt(1 + ln s / ln L_orig), 1 for s <= 1 (Hugging Face's default for LongRoPE)."""
+    if scale <= 1.0 or original_length <= 1:
+        return 1.0
+    return math.sqrt(1.0 + math.log(scale) / math.log(original_length))
+
+
+@register
+class LongRoPE(ScaledRoPE):
+    name = "longrope"
+    description = "RoPE with per-frequency rescale factors (short within L_orig, long beyond), √(1+ln s/ln L) factor"
+    paper = "Ding et al. 2024, arXiv:2402.13753 (Phi-3 form)"
+    options = {
+        **ScaledRoPE.options,
+        "short_factor": Option("ones", "λ at lengths <= L_orig: 'ones', 'ntk' or d/2 numbers 'a;b;...'", type=str),
+        "long_factor": Option("ntk", "λ beyond L_orig: 'ntk' (s^(2i/(d-2)), not searched), 'ones' or d/2 numbers",
+                              type=str),
+    }
+
+    def __init__(self, ctx: EncodingContext, **options: Any) -> None:
+        self.long = False
+        super().__init__(ctx, **options)
+        self.factors("long_factor")  # a bad list is reported now, not at the first long evaluation
+
+    def factors(self, which: str) -> Tensor:
+        """λ from option ``which`` at the current scale."""
+        return longrope_factors(self.opts[which], self.ctx.head_dim, self.current_scale(), self.name, which)
+
+    def inv_freq(self) -> Tensor:
+        theta = rope_inv_freq(self.ctx.head_dim, self.opts["base"]).to(torch.float64)
+        return (theta / self.factors("long_factor" if self.long else "short_factor")).to(torch.float32)
+
+    @property
+    def attention_factor(self) -> float:
+        return longrope_attention_factor(self.current_scale(), self.original_length)
+
+    def configure_eval(self, train_length: int, eval_length: int) -> None:
+        if self.opts["mode"] == "eval":
+            self.scale = max(1.0, eval_length / train_length)
+            self.original_length = train_length
+        self.long = eval_length > self.original_length
+        self.refresh()
+
+    def extra_config(self) -> dict[str, Any]:
+        return {**super().extra_config(),
+                "factor_rule": "short_factor at lengths <= the original context (training length), long_factor beyond"}

@@ -19,6 +19,8 @@ EXPECTED = {
     "drope",
     # from the literature
     "t5", "kerple", "fire", "xpos", "cope", "randomized_rope", "randomized_learned",
+    # the field in 2026 (issue 15)
+    "p_rope", "partial_rope", "llama3", "longrope", "nope_qknorm", "rope_nope",
 }  # fmt: skip
 
 
