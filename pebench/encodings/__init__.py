@@ -10,6 +10,7 @@ from pebench.encodings import (  # noqa: F401  (registry entries)
     digits,
     drope,
     fire,
+    fox,
     kerple,
     learned,
     lrope,
@@ -24,6 +25,7 @@ from pebench.encodings import (  # noqa: F401  (registry entries)
     sininit,
     sinonly,
     sinusoidal,
+    stick_breaking,
     t5,
     xpos,
 )

@@ -7,6 +7,11 @@ The model calls these hooks and never looks at an encoding's name:
   change their width (report it in :attr:`PositionalEncoding.qk_dim`);
 * :meth:`PositionalEncoding.attn_bias` -- an additive bias on the attention scores, per head, from positions and,
   for content-dependent encodings, the (transformed) queries and keys;
+* :meth:`PositionalEncoding.attn_bias_from_hidden` -- an additive bias on the attention scores computed from the
+  hidden states entering the layer's attention (after its norm), for encodings with :attr:`reads_hidden` (FoX's
+  forget gates); added to :meth:`~PositionalEncoding.attn_bias`'s;
+* :meth:`PositionalEncoding.attention_weights` -- the attention weights from the (biased, causally masked) scores,
+  replacing softmax, for encodings with :attr:`custom_attention_weights` (stick-breaking attention);
 * :meth:`PositionalEncoding.on_step` -- the training step, for schedules;
 * :meth:`PositionalEncoding.configure_eval` -- the training and evaluation lengths before an evaluation, for
   encodings that adapt at inference time;
@@ -30,6 +35,12 @@ layer. A bias that depends only on the positions can also be kept between calls 
 and the row's scaled scores (CoPE's gates are σ of the scores): the model may then ask for the bias one block of query
 rows at a time through :meth:`PositionalEncoding.attn_bias_rows`, handing over the block's scores it has already
 computed, and never builds the whole ``(B, H, T, T)`` bias (its blocked attention on the CPU and for packed seeds).
+:attr:`PositionalEncoding.reads_hidden` says that :meth:`~PositionalEncoding.attn_bias_from_hidden` is implemented;
+the model then calls it in every layer (never shared between layers) and adds its bias to the scores wherever it
+adds :meth:`~PositionalEncoding.attn_bias`'s (dense, blocked, by rows, packed seeds, the inspected attention maps).
+:attr:`PositionalEncoding.custom_attention_weights` says that :meth:`~PositionalEncoding.attention_weights` replaces
+softmax; the model then always runs its blocked attention (on every device and for packed seeds, never SDPA, whose
+kernels are softmax-only), so each query row's weights must depend only on that row's scores, as softmax's do.
 A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
 position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
 :func:`pebench.encodings.registry.wrappable`.
@@ -94,6 +105,12 @@ class PositionalEncoding(nn.Module):
     from those rows' scaled scores (a content-dependent bias whose rows are independent, as CoPE's). The model then
     builds it block by block inside its blocked attention (on the CPU and for packed seeds) and reuses the scores
     instead of computing q·k twice; elsewhere it still calls :meth:`attn_bias`, which must give the same values."""
+    reads_hidden: ClassVar[bool] = False
+    """Whether :meth:`attn_bias_from_hidden` is implemented: the encoding adds a bias computed from the hidden states
+    entering each layer's attention (content-dependent gates, as FoX's forget gates)."""
+    custom_attention_weights: ClassVar[bool] = False
+    """Whether :meth:`attention_weights` replaces softmax (stick-breaking attention). The model then computes the
+    attention by blocks of query rows on every device (never through SDPA's softmax kernels)."""
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__()
@@ -133,6 +150,21 @@ class PositionalEncoding(nn.Module):
         ``(B, H, R, S)`` (or broadcastable to it), equal to the same block of :meth:`attn_bias`."""
         raise NotImplementedError(f"encoding {self.name} does not compute its bias by rows")
 
+    def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
+        """Only for encodings with :attr:`reads_hidden`: an additive bias on the scaled scores from ``x``
+        ``(B, T, d_model)``, the hidden states entering layer ``layer``'s attention (after its norm, the input of its
+        q, k, v projections). Returns ``(B, H, T, T)`` (or broadcastable to it), added to :meth:`attn_bias`'s; None
+        for no bias. Entries of keys after a query are masked by the model whatever they hold."""
+        return None
+
+    def attention_weights(self, scores: Tensor, start: int) -> Tensor:
+        """Only for encodings with :attr:`custom_attention_weights`: the attention weights of query rows
+        ``start .. start + R - 1`` against keys ``0 .. S - 1`` (``S >= start + R``) from their scores ``(B, H, R, S)``:
+        q·kᵀ·attn_scale plus the biases, with -inf on the keys after each row's query (``j > start + r``). Returns
+        ``(B, H, R, S)`` weights, 0 on those keys; each row from its own scores only (the model asks by blocks of
+        rows). The output is ``weights · v``; default: softmax."""
+        return scores.softmax(-1)
+
     def on_step(self, step: int, total_steps: int) -> None:
         """Called by the trainer before each optimisation step (``0 <= step < total_steps``)."""
 
@@ -171,6 +203,14 @@ class Wrapper(PositionalEncoding):
     def bias_by_rows(self) -> bool:  # type: ignore[override]
         return self.inner.bias_by_rows
 
+    @property  # type: ignore[override]
+    def reads_hidden(self) -> bool:  # type: ignore[override]
+        return self.inner.reads_hidden
+
+    @property  # type: ignore[override]
+    def custom_attention_weights(self) -> bool:  # type: ignore[override]
+        return self.inner.custom_attention_weights
+
     @property
     def qk_dim(self) -> int:
         return self.inner.qk_dim
@@ -192,6 +232,12 @@ class Wrapper(PositionalEncoding):
         self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int
     ) -> Tensor:
         return self.inner.attn_bias_rows(scores, q, k, positions, layer, start)
+
+    def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
+        return self.inner.attn_bias_from_hidden(x, positions, layer)
+
+    def attention_weights(self, scores: Tensor, start: int) -> Tensor:
+        return self.inner.attention_weights(scores, start)
 
     def on_step(self, step: int, total_steps: int) -> None:
         self.inner.on_step(step, total_steps)

@@ -129,13 +129,22 @@ def attention_mask(bias: Tensor, dtype: torch.dtype) -> Tensor:
     return bias.to(dtype) + causal_additive(t, bias.device, dtype)
 
 
+def add_bias(mask: Tensor | None, bias: Tensor | None, dtype: torch.dtype) -> Tensor | None:
+    """A float attention mask (None: plain causal) with one more additive bias (None: nothing to add)."""
+    if bias is None:
+        return mask
+    if mask is None:
+        return attention_mask(bias, dtype)
+    return mask + bias.to(dtype)
+
+
 BLOCK_ROWS = 64
 """Query rows per block of :func:`blocked_causal_attention`."""
 
 
 def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float,
-                             dropout: float = 0.0, bias_rows: Callable[[Tensor, int], Tensor] | None = None
-                             ) -> Tensor:  # fmt: skip
+                             dropout: float = 0.0, bias_rows: Callable[[Tensor, int], Tensor] | None = None,
+                             weights: Callable[[Tensor, int], Tensor] | None = None) -> Tensor:  # fmt: skip
     """softmax(q·kᵀ·scale + mask)·v computed by blocks of :data:`BLOCK_ROWS` query rows, each against the keys it
     can see (j < the block's end), so about half of the causal upper triangle is never computed.
 
@@ -143,7 +152,9 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
     CPU when the mask needs a gradient (a learned or content-dependent bias), where PyTorch's SDPA falls back to
     its dense math path (flash attention gives no gradient for the mask). ``mask`` is the full float mask with its
     causal part; with ``bias_rows`` instead (``mask`` None) the bias of each block is ``bias_rows(scores, start)``
-    from the block's scaled scores and the causal part is added here, so no ``(B, H, T, T)`` tensor is built."""
+    from the block's scaled scores and the causal part is added here, so no ``(B, H, T, T)`` tensor is built.
+    ``weights(scores, start)``, when given, replaces the softmax of each block's masked scores (an encoding's
+    :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`)."""
     t = q.shape[-2]
     qs = q * scale  # (B, H, T, d): cheaper to scale than the (B, H, T, T) scores
     kt = k.transpose(-1, -2)
@@ -158,7 +169,8 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
                 extra = bias_rows(scores, start) + extra
         else:
             extra = mask[..., start:stop, :stop].float()  # type: ignore[index]
-        probs = (scores + extra).softmax(-1).to(v.dtype)
+        scores = scores + extra
+        probs = (scores.softmax(-1) if weights is None else weights(scores, start)).to(v.dtype)
         if dropout:
             probs = F.dropout(probs, dropout)
         outs.append(torch.matmul(probs, v[..., :stop, :]))
@@ -187,8 +199,9 @@ class Attention(nn.Module):
 
         ``shared`` is one forward pass's scratch space: when the encoding says its bias is the same in every layer
         (:attr:`~pebench.encodings.base.PositionalEncoding.bias_shared_by_layers`), the first layer's mask is kept
-        there and the later layers reuse it. ``bias=False``: the mask is not built (None), for a caller that asks
-        the encoding for its bias by rows."""
+        there and the later layers reuse it; a bias from the hidden states
+        (:meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_from_hidden`) is added in every layer.
+        ``bias=False``: the mask is not built (None), for a caller that asks the encoding for its bias by rows."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe.transform_qk(q, k, positions, self.layer)
@@ -196,11 +209,13 @@ class Attention(nn.Module):
             return q, k, v, None
         reuse = shared is not None and pe.bias_shared_by_layers
         if reuse and "mask" in shared:  # type: ignore[operator]
-            return q, k, v, shared["mask"]  # type: ignore[index]
-        bias = pe.attn_bias(q, k, positions, self.layer)
-        mask = None if bias is None else attention_mask(bias, q.dtype)
-        if reuse:
-            shared["mask"] = mask  # type: ignore[index]
+            mask = shared["mask"]  # type: ignore[index]
+        else:
+            mask = add_bias(None, pe.attn_bias(q, k, positions, self.layer), q.dtype)
+            if reuse:
+                shared["mask"] = mask  # type: ignore[index]
+        if pe.reads_hidden:
+            mask = add_bias(mask, pe.attn_bias_from_hidden(x, positions, self.layer), q.dtype)
         return q, k, v, mask
 
     def forward(
@@ -208,17 +223,22 @@ class Attention(nn.Module):
     ) -> Tensor:
         b, t, d = x.shape
         dropout = self.dropout if self.training else 0.0
+        weights = pe.attention_weights if pe.custom_attention_weights else None
         if pe.bias_by_rows and (x.device.type == "cpu" or torch._C._functorch.is_batchedtensor(x)):
             q, k, v, _ = self.scores_inputs(x, positions, pe, shared, bias=False)
+            hidden = pe.attn_bias_from_hidden(x, positions, self.layer) if pe.reads_hidden else None
 
             def rows(scores: Tensor, start: int) -> Tensor:
                 stop = start + scores.shape[-2]
-                return pe.attn_bias_rows(scores, q[..., start:stop, :], k[..., :stop, :], positions, self.layer, start)
+                out = pe.attn_bias_rows(scores, q[..., start:stop, :], k[..., :stop, :], positions, self.layer, start)
+                return out if hidden is None else out + hidden[..., start:stop, :stop]
 
-            y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows)
+            y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights)
             return self.out(y.transpose(1, 2).reshape(b, t, d))
         q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
-        if torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
+        if weights is not None:  # not softmax: SDPA's kernels cannot compute it
+            y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout, weights=weights)
+        elif torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
             full = mask if mask is not None else causal_additive(t, q.device, q.dtype)
             y = blocked_causal_attention(q, k, v, full, pe.attn_scale, dropout)
         elif mask is not None and q.device.type == "cpu" and needs_grad(mask):
@@ -230,7 +250,8 @@ class Attention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
     def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
-        """The softmax attention probabilities ``(B, H, T, T)``, computed explicitly (for inspection/plots)."""
+        """The attention probabilities ``(B, H, T, T)`` (softmax, or the encoding's
+        :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`), computed explicitly (for plots)."""
         t = x.shape[1]
         q, k, _, mask = self.scores_inputs(x, positions, pe)
         scores = (q.float() @ k.float().transpose(-1, -2)) * pe.attn_scale
@@ -238,7 +259,7 @@ class Attention(nn.Module):
             scores = scores.masked_fill(~causal_mask(t, x.device), float("-inf"))
         else:
             scores = scores + mask.float()
-        return scores.softmax(-1)
+        return pe.attention_weights(scores, 0) if pe.custom_attention_weights else scores.softmax(-1)
 
 
 class Block(nn.Module):

@@ -1,8 +1,9 @@
 """The fast attention-bias path equals plain dense attention: 4-d cached masks, biases shared by layers, the blocked
 causal attention used for biases that need a gradient, and the position memo (issue 17, item 3).
 
-The reference is written out here from the definition softmax(q·kᵀ/√d + bias + causal)·v, independently of the
-model's attention code, and compared for every registered encoding on logits and on every parameter's gradient."""
+The reference is written out here from the definition softmax(q·kᵀ/√d + bias + causal)·v (the encoding's own
+attention weights in place of softmax where it declares them), independently of the model's attention code, and
+compared for every registered encoding on logits and on every parameter's gradient."""
 
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch
         bias = pe.attn_bias(q, k, pos, attn.layer)
         if bias is not None:
             scores = scores + bias
-        probs = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+        if pe.reads_hidden:  # a bias from the hidden states entering the attention (FoX's forget gates)
+            scores = scores + pe.attn_bias_from_hidden(h, pos, attn.layer)
+        scores = scores.masked_fill(~causal, float("-inf"))
+        probs = pe.attention_weights(scores, 0) if pe.custom_attention_weights else scores.softmax(-1)
         y = (probs @ v).transpose(1, 2).reshape(b, t, -1)
         x = x + attn.out(y)
         x = x + block.ffn(block.ffn_norm(x))
