@@ -15,6 +15,7 @@ from pebench.analysis.reach import Reach
 from pebench.analysis.scoring import Group, finite, mean
 from pebench.analysis.stats import t_interval
 from pebench.metrics import Metric
+from pebench.report import families
 from pebench.report.colors import cmap_hex, encoding_colors
 from pebench.report.svg import MARKER_SHAPES
 
@@ -336,8 +337,9 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
     groups = scoring.groups_by_task(sel)
     prev_groups = scoring.groups_by_task(prev) if not prev.empty else {}
     encodings = sorted(set(sel["encoding"]))
-    colors = encoding_colors(encodings)
-    markers = {e: MARKER_SHAPES[i % len(MARKER_SHAPES)] for i, e in enumerate(encodings)}
+    in_family_order = families.ordered(encodings)  # so that the members of one family differ in colour and marker
+    colors = encoding_colors(in_family_order)
+    markers = {e: MARKER_SHAPES[i % len(MARKER_SHAPES)] for i, e in enumerate(in_family_order)}
     keys = _task_keys(groups)
     acc = _Scores()
     views = [
