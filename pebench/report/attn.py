@@ -38,6 +38,7 @@ def _lut() -> np.ndarray:
     return mpl.colormaps[CMAP].resampled(LEVELS)(np.arange(LEVELS))[:, :3]
 
 
+@lru_cache(maxsize=1)
 def _palette() -> list[int]:
     """The colour scale in LEVELS PNG palette entries, then white (future positions)."""
     return [int(round(255 * c)) for rgb in _lut() for c in rgb] + [255, 255, 255]
