@@ -13,6 +13,7 @@
   and the terminal *mark* as best is stricter: one encoding beyond the noise (:mod:`pebench.analysis.noise`).
 * **Learned** (:func:`learned_verdict`): a normalised in-distribution score of at least 0.5 is *learned*, of at least
   0.1 *partly*, else *not learned*.
+* **How far** an encoding carries a task beyond its training length: :mod:`pebench.analysis.reach`.
 """
 
 from __future__ import annotations
@@ -161,10 +162,14 @@ def best_of(values: Sequence[float | None], digits: int, better: Callable[[Itera
     return [v is not None and round(v, digits) == top for v in values]
 
 
+LEARNED = 0.5
+"""The normalised score from which a task counts as *learned* (:func:`learned_verdict`)."""
+
+
 def learned_verdict(fraction: float | None) -> str:
     """``learned`` (>= 0.5 of the way from chance to perfect), ``partly`` (>= 0.1) or ``not learned``."""
     fraction = fraction or 0.0
-    return "learned" if fraction >= 0.5 else "partly" if fraction >= 0.1 else "not learned"
+    return "learned" if fraction >= LEARNED else "partly" if fraction >= 0.1 else "not learned"
 
 
 def training_length_scores(df: pd.DataFrame, task: str) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ def alibi_slopes(n_heads: int) -> list[float]:
 @register
 class ALiBi(PositionalEncoding):
     name = "alibi"
+    family = "bias"
     description = "linear distance penalty on attention scores, one slope per head"
     paper = "Press et al. 2022, arXiv:2108.12409"
     bias_shared_by_layers = True

@@ -45,6 +45,20 @@ A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``)
 position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
 :func:`pebench.encodings.registry.wrappable`.
 
+Each encoding names its :attr:`PositionalEncoding.family`, one of :data:`FAMILIES`, for people and plots only (the
+report draws one small chart per family); the model never reads it:
+
+* ``absolute`` -- a vector added to the token embeddings: sinusoidal, sinonly, learned, sininit, binary,
+  binary_norm, decimal, decimal_norm;
+* ``rotary`` -- q and k rotated by position-dependent angles: rope and its variants (pi, ntk, yarn, xpos, lrope), and
+  pope (position-only phases on softplus magnitudes: a rotation of q and k, at twice the width);
+* ``bias`` -- an additive bias on the attention scores from the distance: alibi, t5, kerple, fire;
+* ``content`` -- positions counted from the content: cope;
+* ``none`` -- no positional information: nope;
+* ``wrapper`` -- wrappers and schedules around another encoding: randomized_<X> (any X), drope. They form their own
+  family, whatever they wrap: what they change is the training protocol, and one chart of them sets the protocols
+  side by side (their base encodings are in their own families' charts).
+
 Shapes: ``positions`` is ``(T,)`` (shared by the batch) or ``(B, T)``; ``q`` and ``k`` are ``(B, H, T, head_dim)``.
 A bias is ``(H, T, T)`` when positions are shared, so it is never materialised per batch element.
 """
@@ -59,6 +73,16 @@ import torch
 from torch import Tensor, nn
 
 from pebench.options import Option, resolve
+
+FAMILIES: dict[str, str] = {
+    "absolute": "absolute: added to the token embeddings",
+    "rotary": "rotary: q and k rotated by position",
+    "bias": "attention bias from the distance",
+    "content": "content-dependent positions",
+    "none": "no positional encoding",
+    "wrapper": "wrappers and schedules",
+}
+"""The families of :attr:`PositionalEncoding.family`, in the order the report shows them, with a title each."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +110,9 @@ class PositionalEncoding(nn.Module):
     description: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}
+    family: ClassVar[str] = ""
+    """One of :data:`FAMILIES` (see the module docstring): how the report groups encodings in its plots. Every
+    registered encoding sets it; the model never reads it."""
     position_indexed: ClassVar[bool] = True
     """Whether the encoding reads the index positions (False: they mean nothing to it, so wrapping it with random
     positions or using it as a DroPE base is refused)."""

@@ -73,6 +73,7 @@ def cope_bias(q: Tensor, k: Tensor, table: Tensor, scale: float) -> Tensor:
 @register
 class CoPE(PositionalEncoding):
     name = "cope"
+    family = "content"
     position_indexed = False
     bias_by_rows = True
     description = "contextual positions: reverse cumulative sums of σ(q·k) gates, interpolated learned embeddings"

@@ -64,6 +64,7 @@ class DigitEncoding(PositionalEncoding):
 @register
 class Binary(DigitEncoding):
     name = "binary"
+    family = "absolute"
     description = "absolute: the position in binary across the dimensions, most significant bit first"
     paper = "positional-encoding studies (this project's origin)"
     radix = 2
@@ -72,6 +73,7 @@ class Binary(DigitEncoding):
 @register
 class BinaryNorm(DigitEncoding):
     name = "binary_norm"
+    family = "absolute"
     description = "absolute: binary position with bits {0,1} mapped to {-1,+1}"
     paper = "positional-encoding studies (this project's origin)"
     radix = 2
@@ -81,6 +83,7 @@ class BinaryNorm(DigitEncoding):
 @register
 class Decimal(DigitEncoding):
     name = "decimal"
+    family = "absolute"
     description = "absolute: the position's decimal digits, one per dimension, zero-padded"
     paper = "positional-encoding studies (this project's origin)"
     radix = 10
@@ -89,6 +92,7 @@ class Decimal(DigitEncoding):
 @register
 class DecimalNorm(DigitEncoding):
     name = "decimal_norm"
+    family = "absolute"
     description = "absolute: decimal digits mapped to (digit - 4.5) / 4.5"
     paper = "positional-encoding studies (this project's origin)"
     radix = 10

@@ -35,6 +35,7 @@ def drop_step(drop_at: float, total_steps: int) -> int:
 @register
 class DroPE(Wrapper):
     name = "drope"
+    family = "wrapper"
     description = "train with a base encoding (RoPE), drop it at a fraction of training, evaluate without it"
     paper = "Gelberg et al. 2025, arXiv:2512.12167"
     position_indexed = False  # a schedule: after the drop, positions mean nothing to it

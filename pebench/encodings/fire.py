@@ -29,6 +29,7 @@ from pebench.options import Option
 @register
 class FIRE(PositionalEncoding):
     name = "fire"
+    family = "bias"
     description = "learned MLP of the log-normalised distance ψ(i-j)/ψ(max(L,i)), one value per head"
     paper = "Li et al. 2024, arXiv:2310.04418"
     bias_shared_by_layers = True  # one MLP, c and L for all layers

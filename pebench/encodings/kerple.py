@@ -24,6 +24,7 @@ MIN_PARAM = 0.01
 @register
 class KerpleLog(PositionalEncoding):
     name = "kerple"
+    family = "bias"
     description = "learned log-distance bias -p·log(1 + a·|i-j|), p and a positive per head and layer"
     paper = "Chi et al. 2022, arXiv:2205.09921"
 

@@ -23,6 +23,7 @@ from pebench.options import Option
 @register
 class Learned(PositionalEncoding):
     name = "learned"
+    family = "absolute"
     description = "learned absolute table (untrained rows keep their initial vectors)"
     paper = "Gehring et al. 2017, arXiv:1705.03122; Radford et al. 2019 (GPT-2)"
     options = {"init_std": Option(0.02, "std of the table's normal initialisation", low=0.0)}

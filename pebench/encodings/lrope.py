@@ -23,6 +23,7 @@ from pebench.encodings.rope import RoPE, positions_for_heads
 @register
 class LearnedRateRoPE(RoPE):
     name = "lrope"
+    family = "rotary"
     description = "RoPE with learned per-frequency rates (one scale vector per layer, initialised to RoPE)"
     paper = "positional-encoding studies; Su et al. 2021, arXiv:2104.09864"
 

@@ -23,6 +23,7 @@ from pebench.encodings.registry import register
 @register
 class NoPE(PositionalEncoding):
     name = "nope"
+    family = "none"
     version = "2"
     position_indexed = False
     default_layers = 6

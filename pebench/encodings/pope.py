@@ -36,6 +36,7 @@ def pope_freq(dim: int, base: float) -> Tensor:
 @register
 class PoPE(PositionalEncoding):
     name = "pope"
+    family = "rotary"
     description = "polar embedding: softplus magnitudes, position-only phases, learned key phase bias"
     paper = "Gopalakrishnan et al. 2025, arXiv:2509.10534"
     options = {"base": Option(10000.0, "frequency base", low=1.0, low_open=True)}

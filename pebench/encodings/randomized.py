@@ -76,6 +76,7 @@ class Randomized(Wrapper):
 
     inner_cls: ClassVar[type[PositionalEncoding]]
     paper = "Ruoss et al. 2023, arXiv:2305.16843"
+    family = "wrapper"
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__(ctx, **options)

@@ -49,6 +49,7 @@ def positions_for_heads(positions: Tensor) -> Tensor:
 @register
 class RoPE(PositionalEncoding):
     name = "rope"
+    family = "rotary"
     description = "rotary embedding: q and k rotated by position-dependent angles"
     paper = "Su et al. 2021, arXiv:2104.09864"
     options = {"base": Option(10000.0, "frequency base", low=1.0, low_open=True)}

@@ -121,6 +121,7 @@ class ScaledRoPE(RoPE):
 @register
 class PositionInterpolation(ScaledRoPE):
     name = "pi"
+    family = "rotary"
     description = "RoPE with linear position interpolation (positions / s)"
     paper = "Chen et al. 2023, arXiv:2306.15595"
 
@@ -131,6 +132,7 @@ class PositionInterpolation(ScaledRoPE):
 @register
 class DynamicNTK(ScaledRoPE):
     name = "ntk"
+    family = "rotary"
     description = "RoPE with dynamic NTK-aware base scaling base·(α·s-α+1)^(d/(d-2))"
     paper = "bloc97 2023 (NTK-aware scaling); Peng et al. 2023, arXiv:2309.00071 §3.1"
     options = {**ScaledRoPE.options, "alpha": Option(1.0, "α of the dynamic NTK formula (HF's factor)", low=1.0)}
@@ -172,6 +174,7 @@ def yarn_mscale(scale: float) -> float:
 @register
 class YaRN(ScaledRoPE):
     name = "yarn"
+    family = "rotary"
     description = "RoPE with YaRN frequency ramp (NTK-by-parts) and 0.1·ln(s)+1 attention factor"
     paper = "Peng et al. 2023, arXiv:2309.00071"
 

@@ -22,6 +22,7 @@ from pebench.options import Option
 @register
 class SinInit(PositionalEncoding):
     name = "sininit"
+    family = "absolute"
     description = "learned absolute table initialised with the sin/cos sinusoid"
     paper = "positional-encoding studies; Vaswani et al. 2017, arXiv:1706.03762"
     options = {"base": Option(10000.0, "wavelength base of the initial sinusoid", low=1.0, low_open=True)}

@@ -28,6 +28,7 @@ def sine_only_table(positions: Tensor, d_model: int, base: float = 10000.0) -> T
 @register
 class SineOnly(PositionalEncoding):
     name = "sinonly"
+    family = "absolute"
     description = "absolute sin(pos·base^(-k/d)) on every dimension k, no cosine half"
     paper = "positional-encoding studies; variant of Vaswani et al. 2017, arXiv:1706.03762"
     options = {"base": Option(10000.0, "wavelength base", low=1.0, low_open=True)}

@@ -31,6 +31,7 @@ def sinusoid_table(positions: Tensor, d_model: int, base: float = 10000.0) -> Te
 @register
 class Sinusoidal(PositionalEncoding):
     name = "sinusoidal"
+    family = "absolute"
     description = "fixed sin/cos absolute encoding added to the token embeddings"
     paper = "Vaswani et al. 2017, arXiv:1706.03762"
     options = {"base": Option(10000.0, "wavelength base", low=1.0, low_open=True)}

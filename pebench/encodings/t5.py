@@ -39,6 +39,7 @@ def t5_bucket(distance: Tensor, num_buckets: int = 32, max_distance: int = 128) 
 @register
 class T5Bias(PositionalEncoding):
     name = "t5"
+    family = "bias"
     description = "learned per-head bias on log-spaced distance buckets (32 buckets, max distance 128, causal)"
     paper = "Raffel et al. 2020, arXiv:1910.10683"
     bias_shared_by_layers = True  # one table for all layers

@@ -40,6 +40,7 @@ def xpos_zeta(dim: int, gamma: float = 0.4) -> Tensor:
 @register
 class XPos(RoPE):
     name = "xpos"
+    family = "rotary"
     description = "RoPE with per-frequency exponential decay ζ^((n-m)/512) (causal only), centred against overflow"
     paper = "Sun et al. 2023, arXiv:2212.10554"
     options = {

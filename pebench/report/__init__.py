@@ -3,8 +3,10 @@
 :func:`render_report` selects the rows (:mod:`~pebench.report.data`), assembles tables and the leaderboard with the
 scoring layer (:mod:`~pebench.report.views`, :mod:`pebench.analysis.scoring`), draws the plots and attention maps
 (:mod:`~pebench.report.charts`, :mod:`~pebench.report.svg`, :mod:`~pebench.report.colors`) and renders the Jinja2
-templates in ``templates/`` (:mod:`~pebench.report.page`). Plots are inline SVG, attention maps small PNG data URIs,
-the one script is inlined too: the page opens from disk with no network. The definitions it uses (ID/OOD,
+templates in ``templates/`` (:mod:`~pebench.report.page`). Plots are inline SVG (length plots as small multiples by
+encoding family, :mod:`~pebench.report.families`), attention maps PNG data URIs (:mod:`~pebench.report.attn`), and
+the one script -- sorting, the filter, legend highlighting, attention values on hover -- is inlined too: the page opens
+from disk with no network. The definitions it uses (ID/OOD,
 normalised score, aggregate, gap, ties) are those of :mod:`pebench.analysis.scoring`, printed on the page too.
 """
 

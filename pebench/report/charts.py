@@ -1,46 +1,69 @@
-"""The leaderboard's pictures: score-vs-length plots, the heatmap, learning curves (SVG, :mod:`pebench.report.svg`)
-and the attention maps (PNG data URIs of stored snapshots, :mod:`pebench.store.attention`)."""
+"""The leaderboard's pictures: score-vs-length plots (small multiples by encoding family), the heatmap and the
+learning curves (SVG, :mod:`pebench.report.svg`); the attention maps are in :mod:`pebench.report.attn`."""
 
 from __future__ import annotations
 
-import base64
-import io
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from pebench.analysis.scoring import Group, finite
-from pebench.report import svg
+from pebench.analysis.scoring import finite
+from pebench.report import families, svg
 from pebench.report.colors import cmap_hex
 from pebench.report.views import Assembled, TaskView
-from pebench.store import attention
 from pebench.store.load import curve_points
+
+PANEL_W, PANEL_H = 330, 220
+
+
+def _tip(view: TaskView, enc: str, length: int, value: float, half: float | None) -> str:
+    digits = view.metric_def.digits if view.metric_def is not None else 1
+    unit = "%" if view.higher_is_better else ""
+    spread = f" ± {half:.{digits}f}" if half else ""
+    return f"{enc}, length {length}: {value:.{digits}f}{unit}{spread}"
 
 
 def length_plot(view: TaskView, markers: Mapping[str, str]) -> str:
-    """Score vs evaluation length (log2 axis), one line per encoding, training length and chance marked."""
-    series = []
+    """Score vs evaluation length (log2 axis), one small chart per encoding family (:mod:`pebench.report.families`)
+    with one line per encoding, all on the same axes; training length and chance marked. HTML: a ``div`` of one
+    ``<svg>`` per family, each in a ``div.panel`` that the page's script hides when the filter hides all its lines."""
+    by_enc = {row.encoding: row for row in view.rows}
+    all_series: dict[str, svg.Series] = {}
     for row in view.rows:
-        pts = [(float(L), c.value, c.half) for L, c in zip(view.lengths, row.cells, strict=True) if c.value is not None]
-        series.append(svg.Series(row.encoding, row.color, markers[row.encoding], pts))  # type: ignore[arg-type]
-    hlines = []
-    if view.higher_is_better and view.chance is not None:
-        hlines.append((100 * view.chance, "chance"))
-    return svg.line_chart(
-        series,
-        x_scale="log2",
-        y_scale="linear" if view.higher_is_better else "log",
-        x_ticks=[float(L) for L in view.lengths],
-        y_range=(0.0, 100.0) if view.higher_is_better else None,
-        x_label="evaluation length",
-        y_label=f"{view.metric} (%)" if view.higher_is_better else f"{view.metric} (lower is better)",
-        vlines=[(float(view.train_length), "train length")],
-        hlines=hlines,
-    )
+        cells = [(L, c) for L, c in zip(view.lengths, row.cells, strict=True) if c.value is not None]
+        pts = [(float(L), float(c.value), c.half) for L, c in cells]  # type: ignore[arg-type]
+        tips = [_tip(view, row.encoding, L, c.value, c.half) for L, c in cells]  # type: ignore[arg-type]
+        all_series[row.encoding] = svg.Series(row.encoding, row.color, markers[row.encoding], pts, tips)
+    y_range: tuple[float, float] | None = (0.0, 100.0)
+    if not view.higher_is_better:  # one log range for every panel, so that they compare
+        ys = [p[1] for s in all_series.values() for p in s.points if p[1] > 0]
+        y_range = (min(ys) / 1.15, max(ys) * 1.15) if ys else None
+    hlines = [(100 * view.chance, "chance")] if view.higher_is_better and view.chance is not None else []
+    groups = families.grouped(by_enc)
+    legend_w = max(svg.legend_width(list(all_series.values())), 60.0)
+    out = ['<div class="multiples">']
+    for family, names in groups:
+        chart = svg.line_chart(
+            [all_series[n] for n in names],
+            width=PANEL_W,
+            height=PANEL_H,
+            legend_w=legend_w,
+            refs_in_legend=False,
+            title=families.TITLES[family],
+            x_scale="log2",
+            y_scale="linear" if view.higher_is_better else "log",
+            x_ticks=[float(L) for L in view.lengths],
+            y_range=y_range,
+            x_label="evaluation length",
+            y_label=f"{view.unit}" if view.higher_is_better else f"{view.metric} (lower is better)",
+            vlines=[(float(view.train_length), "train length")],
+            hlines=hlines,
+        )
+        out.append(f'<div class="panel" data-family="{family}">{chart}</div>')
+    out.append("</div>")
+    return "".join(out)
 
 
 def heatmap(assembled: Assembled, order: Sequence[str]) -> str:
@@ -65,68 +88,13 @@ def learning_curves(
             continue
         series = [
             svg.Series(enc, colors[enc], markers[enc], [(float(s), float(l), None) for s, l in curves[v.key][enc]])
-            for enc in sorted(curves[v.key])
+            for enc in families.ordered(curves[v.key])
         ]
         charts.append((v.label, series))
     if not charts:
         return ""
     return svg.panels(charts, ncols=min(3, len(charts)), x_label="step", y_label="training loss", y_scale="log",
                       markers=False)  # fmt: skip
-
-
-ATTENTION_LEVELS = 64
-
-
-@lru_cache(maxsize=1)
-def _palette() -> list[int]:
-    """magma_r in ATTENTION_LEVELS PNG palette entries, then white (future positions)."""
-    import matplotlib as mpl
-
-    lut = mpl.colormaps["magma_r"].resampled(ATTENTION_LEVELS)(np.arange(ATTENTION_LEVELS))[:, :3]
-    return [int(round(255 * c)) for rgb in lut for c in rgb] + [255, 255, 255]
-
-
-def _png_data_uri(matrix: np.ndarray) -> str:
-    """A small PNG of an attention map: colour ~ sqrt(p) scaled to the map's maximum, in 64 levels; future positions
-    white."""
-    from PIL import Image
-
-    m = np.sqrt(np.clip(np.nan_to_num(np.asarray(matrix, dtype=float)), 0.0, None))
-    top = float(m.max()) or 1.0
-    idx = np.rint(m / top * (ATTENTION_LEVELS - 1)).astype(np.uint8)
-    idx[np.triu(np.ones(idx.shape, dtype=bool), k=1)] = ATTENTION_LEVELS
-    img = Image.fromarray(idx, mode="P")
-    img.putpalette(_palette())
-    buf = io.BytesIO()
-    img.save(buf, format="PNG", optimize=True)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def attention_maps(view: TaskView, groups: Mapping[str, Group]) -> None:
-    """Per encoding: the stored last-layer maps (lowest seed with maps at the training length), one image per head."""
-    for row in view.rows:
-        g = groups[row.encoding]
-        chosen = None
-        for L in sorted(g.by_length, key=lambda x: (x != view.train_length, x)):
-            for seed in sorted(g.by_length[L]):
-                att = (g.by_length[L][seed].get("metrics") or {}).get("attention")
-                if att and att.get("heads"):
-                    chosen = (seed, att)
-                    break
-            if chosen:
-                break
-        if chosen is None:
-            continue
-        seed, att = chosen
-        heads = attention.decode(att)
-        if not heads:
-            continue
-        images = [{"label": f"head {i}", "src": _png_data_uri(h)} for i, h in enumerate(heads)]
-        images.append({"label": "mean", "src": _png_data_uri(np.mean(heads, axis=0))})
-        view.attention.append({
-            "encoding": row.encoding, "color": row.color, "seed": seed, "layer": att.get("layer"),
-            "tokens": len(att.get("tokens") or heads[0]), "images": images,
-        })  # fmt: skip
 
 
 def curves(engine: Any, sel: pd.DataFrame, keys: Mapping[tuple[str, int], tuple[str, str]]) -> dict:

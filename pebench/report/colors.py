@@ -1,28 +1,61 @@
-"""Colours of the leaderboard: one per encoding (the same on every plot), and a colormap for scores in [0, 1]."""
+"""Colours of the leaderboard: one per encoding (the same on every plot), and a colormap for scores in [0, 1].
+
+Encodings are coloured in family order (:func:`pebench.report.families.ordered`): the i-th encoding gets
+``PALETTE[i]``. The palette is 3 rounds of the same 8 hues (strong, dark, then shifted), so any 8 consecutive entries
+-- the members of one family, which share a small chart -- have 8 different hues. Every colour has a contrast ratio of
+at least :data:`MIN_CONTRAST` against the white page (WCAG 2 relative luminance; tested), so no line or label is
+pale; beyond 24 encodings, evenly spaced hues are darkened until they meet it too.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 
+MIN_CONTRAST = 3.0
+"""The least contrast ratio of an encoding's colour against white (WCAG 2's minimum for graphics)."""
 
-def encoding_colors(names: Iterable[str]) -> dict[str, str]:
-    """One colour per encoding (sorted names -> tab10, tab20, then evenly spaced hues), the same in every plot."""
-    import matplotlib as mpl
+PALETTE = (
+    "#1f77b4", "#d45500", "#2e8b2e", "#d62728", "#8e5fc0", "#8c564b", "#c2187a", "#00838f",  # strong
+    "#0b3c73", "#8a4600", "#1b5e20", "#8b1a1a", "#4a148c", "#5a3d2b", "#880e4f", "#00524a",  # dark
+    "#4f6bd8", "#b06a00", "#5f8a00", "#e0445a", "#a03ad0", "#7a6a55", "#d04aa0", "#3a7d6e",  # shifted
+)  # fmt: skip
+
+
+def _linear(channel: float) -> float:
+    return channel / 12.92 if channel <= 0.04045 else ((channel + 0.055) / 1.055) ** 2.4
+
+
+def luminance(hex_: str) -> float:
+    """WCAG 2 relative luminance of ``#rrggbb``."""
+    r, g, b = (_linear(int(hex_[i : i + 2], 16) / 255) for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(hex_: str, background: str = "#ffffff") -> float:
+    """WCAG 2 contrast ratio of two colours (1 to 21)."""
+    a, b = sorted((luminance(hex_), luminance(background)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+def _extra(i: int, n: int) -> str:
+    """The i-th of n evenly spaced hues, darkened until it has :data:`MIN_CONTRAST` against white."""
     from matplotlib.colors import hsv_to_rgb, to_hex
 
-    ordered = sorted(set(names))
+    value = 0.85
+    while True:
+        c = to_hex(hsv_to_rgb((i / n, 0.8, value)))
+        if contrast(c) >= MIN_CONTRAST + 0.2:
+            return c
+        value -= 0.05
+
+
+def encoding_colors(ordered: Sequence[str]) -> dict[str, str]:
+    """One colour per encoding of ``ordered`` (names in family order, :func:`pebench.report.families.ordered`)."""
     n = len(ordered)
-    if n <= 10:
-        colors = [to_hex(c) for c in mpl.colormaps["tab10"].colors[:n]]
-    elif n <= 20:  # tab10, then the darker tones of tab20b and tab20c (the light tab20 tones read badly as text)
-        extra = [mpl.colormaps["tab20b"].colors[i] for i in (0, 4, 8, 12, 16)]
-        extra += [mpl.colormaps["tab20c"].colors[i] for i in (0, 4, 8, 12, 16)]
-        colors = [to_hex(c) for c in (list(mpl.colormaps["tab10"].colors) + extra)[:n]]
-    else:
-        colors = [to_hex(hsv_to_rgb((i / n, 0.65, 0.8 if i % 2 else 0.62))) for i in range(n)]
+    colors = [PALETTE[i] if n <= len(PALETTE) else _extra(i, n) for i in range(n)]
     return dict(zip(ordered, colors, strict=True))
 
 

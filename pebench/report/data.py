@@ -10,7 +10,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pebench.errors import PebenchError
-from pebench.report import charts, header, views
+from pebench.report import attn, charts, header, views
 from pebench.report.findings import findings_view
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id, safe_url
@@ -94,7 +94,7 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
         by_key = {keys[tk][0]: tk for tk in groups}
         for view in assembled.tasks:
             view.plot_svg = Markup(charts.length_plot(view, assembled.markers))
-            charts.attention_maps(view, groups[by_key[view.key]])
+            attn.attention_maps(view, groups[by_key[view.key]])
         order = [e.encoding for e in assembled.entries]
         failures, n_failures = header.failures(sel)
         curves = charts.curves(engine, sel, keys)
@@ -103,6 +103,7 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
             entries=assembled.entries,
             colors=assembled.colors,
             heatmap_svg=Markup(charts.heatmap(assembled, order)),
+            attention_scale_svg=Markup(attn.colour_bar()),
             curves_svg=Markup(charts.learning_curves(curves, assembled.tasks, assembled.colors, assembled.markers)),
             has_deltas=assembled.has_deltas,
             previous_runs=sorted(int(r) for r in prev["run_id"].unique()) if not prev.empty else [],

@@ -2,8 +2,13 @@
 
 Written by hand rather than with matplotlib because a page holds dozens of charts and must render from a database of
 10,000 results in well under 10 s; string building takes milliseconds. Every text goes through
-:func:`markupsafe.escape`, so names from the database are text, never markup. Label widths are estimated from the
-number of characters, and the canvas is sized from them, so labels never overlap the plot or each other.
+:func:`markupsafe.escape`, so names from the database are text, never markup. Label widths are measured with the
+font's advance widths (:mod:`pebench.report.textwidth`), and the canvas is sized from them, so labels are not clipped
+and never overlap the plot or each other.
+
+For the page's script, each series' elements are one ``<g class="s" data-enc="NAME">`` and each legend row one
+``<g class="lg" data-enc="NAME">``: the encoding filter hides series, a click on a legend row highlights that
+encoding in every chart. Points carry a ``<title>`` (shown on hover) when the series has ``tips``.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from dataclasses import dataclass, field
 
 from markupsafe import escape
 
+from pebench.report.textwidth import text_width
+
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
-CHAR_W = 6.4  # average advance of an 11px sans-serif character, in px (generous)
 MARKER_SHAPES = ("circle", "square", "triangle", "diamond", "triangle-down", "plus", "cross", "star", "hexagon")
 
 
@@ -26,14 +32,16 @@ class Series:
     marker: str = "circle"
     points: list[tuple[float, float, float | None]] = field(default_factory=list)
     """(x, y, half-width of the interval around y or None)."""
+    tips: list[str] = field(default_factory=list)
+    """A hover text per point (optional)."""
 
 
 def _f(v: float) -> str:
     return f"{v:.1f}".rstrip("0").rstrip(".") if abs(v) < 1e6 else f"{v:.0f}"
 
 
-def _text_w(s: str, size: float = 11) -> float:
-    return len(s) * CHAR_W * size / 11
+def _text_w(s: str, size: float = 11, bold: bool = False) -> float:
+    return text_width(s, size, bold)
 
 
 def _fmt_tick(v: float) -> str:
@@ -135,14 +143,21 @@ REF_STYLE = {"vline": ("#475467", "5 4"), "hline": ("#667085", "2 3")}
 
 
 def _legend(series: Sequence[Series], x: float, y: float, refs: Sequence[tuple[str, str]] = ()) -> list[str]:
-    """Legend rows: one per series (line and marker), then one per reference line ((kind, label))."""
+    """Legend rows: one per series (line and marker; a click target for the page's script), then one per reference
+    line ((kind, label))."""
     out = []
+    width = legend_width(series) - 6
     for i, s in enumerate(series):
         yy = y + i * 17
+        name = escape(s.name)
+        out.append(f'<g class="lg" data-enc="{name}" tabindex="0" role="button" aria-pressed="false">'
+                   f"<title>{name}: click to highlight it in every chart, again to show all</title>"
+                   f'<rect x="{_f(x - 3)}" y="{_f(yy - 8)}" width="{_f(width)}" height="16" fill="#fff" '
+                   'fill-opacity="0"/>')  # fmt: skip
         out.append(f'<line x1="{_f(x)}" y1="{_f(yy)}" x2="{_f(x + 22)}" y2="{_f(yy)}" stroke="{s.color}" '
                    'stroke-width="2"/>')  # fmt: skip
         out.append(marker(s.marker, x + 11, yy, s.color))
-        out.append(f'<text x="{_f(x + 28)}" y="{_f(yy + 4)}">{escape(s.name)}</text>')
+        out.append(f'<text x="{_f(x + 28)}" y="{_f(yy + 4)}">{name}</text></g>')
     for j, (kind, label) in enumerate(refs):
         yy = y + (len(series) + j) * 17 + 6
         color, dash = REF_STYLE[kind]
@@ -243,6 +258,7 @@ def line_panel(
                    f'stroke-dasharray="{dash}" stroke-width="1.5"/>')  # fmt: skip
     for s in series:
         pts = [(xa(x), ya(y), h_) for x, y, h_ in s.points]
+        out.append(f'<g class="s" data-enc="{escape(s.name)}">')
         if any(p[2] is not None for p in s.points):  # the interval band, clipped to the axis range
             def clip(v: float) -> float:
                 return min(max(v, lo), hi)
@@ -255,30 +271,41 @@ def line_panel(
             out.append('<polyline points="' + " ".join(f"{_f(a)},{_f(b)}" for a, b, _ in pts)
                        + f'" fill="none" stroke="{s.color}" stroke-width="1.8" stroke-linejoin="round"/>')  # fmt: skip
         if markers or len(pts) == 1:
-            out.extend(marker(s.marker, a, b, s.color) for a, b, _ in pts)
+            tips = s.tips if len(s.tips) == len(pts) else [""] * len(pts)
+            for (a, b, _), tip in zip(pts, tips, strict=True):
+                m = marker(s.marker, a, b, s.color)
+                out.append(f"<g><title>{escape(tip)}</title>{m}</g>" if tip else m)
+        out.append("</g>")
     return out
 
 
-def line_chart(series: Sequence[Series], *, width: float = 560, height: float = 300, **kw: object) -> str:
-    """One line chart with its legend on the right (the canvas grows to fit the legend)."""
+def line_chart(
+    series: Sequence[Series], *, width: float = 560, height: float = 300, legend_w: float | None = None,
+    refs_in_legend: bool = True, **kw: object,
+) -> str:  # fmt: skip
+    """One line chart with its legend on the right (the canvas grows to fit the legend, or is ``legend_w`` wide, so
+    that small multiples line up); reference lines get legend rows unless ``refs_in_legend`` is False."""
     refs = [("vline", label) for _, label in kw.get("vlines") or ()]  # type: ignore[attr-defined]
     refs += [("hline", label) for _, label in kw.get("hlines") or ()]  # type: ignore[attr-defined]
-    lw = max(legend_width(series), 40 + max((_text_w(label) for _, label in refs), default=0))
-    h = max(height, 36 + 17 * (len(series) + len(refs)))
+    refs = refs if refs_in_legend else []
+    lw = max(legend_width(series), 40 + max((_text_w(label) for _, label in refs), default=0), legend_w or 0)
+    top = 30 if kw.get("title") else 16
+    h = max(height, top + 20 + 17 * (len(series) + len(refs)))
     body = line_panel(series, 0, 0, width, h, **kw)  # type: ignore[arg-type]
-    body += _legend(series, width + 10, 16, refs)
+    body += _legend(series, width + 10, top, refs)
     return _svg(width + 10 + lw, h, body, str(kw.get("title") or "chart"))
 
 
 def panels(
     charts: Sequence[tuple[str, Sequence[Series]]], *, ncols: int = 3, w: float = 330, h: float = 220, **kw: object
 ) -> str:
-    """Small multiples sharing one legend (the union of their series, by name) on the right."""
+    """Small multiples sharing one legend (the union of their series, by name, in the order first seen) on the
+    right."""
     legend: dict[str, Series] = {}
     for _, series in charts:
         for s in series:
             legend.setdefault(s.name, s)
-    entries = [legend[k] for k in sorted(legend)]
+    entries = list(legend.values())
     nrows = math.ceil(len(charts) / ncols)
     body: list[str] = []
     for i, (title, series) in enumerate(charts):
@@ -302,10 +329,12 @@ def heatmap(
 ) -> str:
     """Heatmap panels side by side: ``rows`` are (label, label colour), each panel (title, matrix rows x cols) with
     values in [0, 1] coloured by ``color(value) -> (fill, text colour)``, missing values grey."""
-    label_w = 12 + max((_text_w(r[0]) for r in rows), default=0)
+    label_w = 14 + max((_text_w(r[0], 11, bold=True) for r in rows), default=0)
     if cols:  # a panel is at least as wide as its title
-        cell_w = max(cell_w, (max(_text_w(t, 12) for t, _ in panels_) + 12) / len(cols))
-    col_h = 14 + max((_text_w(c) for c in cols), default=0) * 0.62  # labels rotated by -40 degrees
+        cell_w = max(cell_w, (max(_text_w(t, 12, bold=True) for t, _ in panels_) + 12) / len(cols))
+    # column labels rotated by -40 degrees: they rise by sin 40° and reach right by cos 40° of their width
+    col_w = [_text_w(c, 10.5) for c in cols]
+    col_h = 14 + max(col_w, default=0) * math.sin(math.radians(40))
     top = 22 + col_h
     panel_w = cell_w * len(cols)
     body: list[str] = []
@@ -331,6 +360,10 @@ def heatmap(
         body.append(f'<text x="{_f(label_w - 8)}" y="{_f(y)}" text-anchor="end" font-weight="600" fill="{lc}">'
                     f"{escape(label)}</text>")  # fmt: skip
     width = label_w + len(panels_) * (panel_w + 24)
+    if cols:  # the last panel's labels may reach past its right edge
+        last_x0 = label_w + (len(panels_) - 1) * (panel_w + 24)
+        reach = max(last_x0 + (j + 0.5) * cell_w + w * math.cos(math.radians(40)) + 4 for j, w in enumerate(col_w))
+        width = max(width, reach)
     height = top + len(rows) * cell_h + 4
     # a colour bar under the panels
     bar_y = height + 8

@@ -5,7 +5,8 @@ length, plus seed noise), so pages look like real ones; they are never presented
 with bulk inserts through the schema of :mod:`pebench.store.schema`.
 
 ``python -m pebench.report.synthetic --results 10000 --out /tmp/lb.html`` builds a database of 10,000 results and times
-the rendering of its leaderboard.
+the rendering of its leaderboard; ``--all-encodings`` instead builds every registered encoding on two tasks (the
+page a full run of the suite's encodings gives).
 """
 
 from __future__ import annotations
@@ -197,6 +198,17 @@ def standard_spec(n_results: int = 10_000) -> SynthSpec:
     return SynthSpec(encodings, tasks, seeds=max(1, n_results // per_seed))
 
 
+def all_encodings_spec(seeds: int = 3) -> SynthSpec:
+    """Every registered encoding on two tasks: an accuracy task at training length 64 and a perplexity one at 128."""
+    from pebench import encodings
+
+    tasks = [
+        SynthTask("k_back", 64, (32, 64, 128, 256, 512, 1024), chance=0.02, vocab=52),
+        SynthTask("lm", 128, (128, 256, 512, 1024), metric="perplexity", chance=260.0, vocab=260),
+    ]
+    return SynthSpec(encodings.available(), tasks, seeds=seeds)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pebench.report.page import render_report
 
@@ -204,12 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--results", type=int, default=10_000, help="number of results (default 10000)")
     p.add_argument("--db", default=None, help="database URL (default: a new file beside --out)")
     p.add_argument("--out", default="synthetic-leaderboard.html")
+    p.add_argument("--all-encodings", action="store_true", help="every registered encoding on two tasks instead")
     args = p.parse_args(argv)
     out = Path(args.out)
     url = args.db or f"sqlite:///{out.with_suffix('.db')}"
     if args.db is None and out.with_suffix(".db").exists():
         out.with_suffix(".db").unlink()
-    spec = standard_spec(args.results)
+    spec = all_encodings_spec() if args.all_encodings else standard_spec(args.results)
     t0 = time.perf_counter()
     engine = db.open_db(url)
     write_run(engine, records(spec, 0.0, 1))

@@ -10,10 +10,12 @@ from typing import Any
 
 import pandas as pd
 
-from pebench.analysis import noise, scoring
+from pebench.analysis import noise, reach, scoring
+from pebench.analysis.reach import Reach
 from pebench.analysis.scoring import Group, finite, mean
 from pebench.analysis.stats import t_interval
 from pebench.metrics import Metric
+from pebench.report import families
 from pebench.report.colors import cmap_hex, encoding_colors
 from pebench.report.svg import MARKER_SHAPES
 
@@ -73,6 +75,7 @@ class TaskRow:
     ood_norm: Cell
     n_seeds: int
     failures: int
+    reach: Reach | None = None
 
 
 @dataclass
@@ -112,6 +115,12 @@ class Entry:
     n_seeds: int
     failures: int
     rank: int = 0
+    reach: float | None = None
+    """How far, the median over tasks (:func:`pebench.analysis.reach.median_reach`)."""
+
+    @property
+    def reach_text(self) -> str:
+        return reach.multiple_text(self.reach)
 
     @property
     def partial(self) -> bool:
@@ -180,6 +189,7 @@ class _Scores:
     failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     seeds: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     sigmas: dict[str, float | None] = field(default_factory=dict)
+    reaches: dict[str, list[Reach]] = field(default_factory=lambda: defaultdict(list))
     has_deltas: bool = False
 
     def id_mean(self, enc: str, key: str) -> float:
@@ -237,12 +247,15 @@ def _task_view(
             if po is not None:
                 acc.prev_ood[enc][key] = po
         seed_norms[enc] = (i_norm, o_norm)
+        far = reach.reach({L: [r["norm"] for r in per.values()] for L, per in g.by_length.items()}, train_length)
+        acc.reaches[enc].append(far)
         if i_norm:
             acc.id_norm[enc][key] = i_norm
         if o_norm:
             acc.ood_norm[enc][key] = o_norm
         rows.append(TaskRow(encoding=enc, color=colors[enc], marker=markers[enc], id_cell=id_cell, cells=cells,
-                            gap=gap, ood_norm=_cell(o_norm, 2), n_seeds=len(g.seeds()), failures=n_fail))  # fmt: skip
+                            gap=gap, ood_norm=_cell(o_norm, 2), n_seeds=len(g.seeds()), failures=n_fail,
+                            reach=far))  # fmt: skip
     # best per column, only beyond the noise (pebench.analysis.noise); the gap only among encodings that learned the
     # task (ID normalised score >= 0.5), compared as per-seed differences of normalised scores
     sigma = noise.task_sigma(task_name, first.get("config"))
@@ -291,6 +304,7 @@ def _entries(encodings: Sequence[str], groups: Mapping[tuple[str, int], Any], co
             total_tasks=len(groups),
             n_seeds=len(acc.seeds[enc]),
             failures=acc.failures[enc],
+            reach=reach.median_reach(acc.reaches.get(enc, [])),
         )
         for cell, cur, old in ((entry.id, acc.id_norm.get(enc, {}), acc.prev_id.get(enc, {})),
                                (entry.ood, acc.ood_norm.get(enc, {}), acc.prev_ood.get(enc, {}))):  # fmt: skip
@@ -323,8 +337,9 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
     groups = scoring.groups_by_task(sel)
     prev_groups = scoring.groups_by_task(prev) if not prev.empty else {}
     encodings = sorted(set(sel["encoding"]))
-    colors = encoding_colors(encodings)
-    markers = {e: MARKER_SHAPES[i % len(MARKER_SHAPES)] for i, e in enumerate(encodings)}
+    in_family_order = families.ordered(encodings)  # so that the members of one family differ in colour and marker
+    colors = encoding_colors(in_family_order)
+    markers = {e: MARKER_SHAPES[i % len(MARKER_SHAPES)] for i, e in enumerate(in_family_order)}
     keys = _task_keys(groups)
     acc = _Scores()
     views = [

@@ -2,7 +2,9 @@
 in-distribution lengths (up to the training length) left of ``|`` and longer ones right of it, the chance level, and
 the best score of each column marked ``*`` only when it beats every other encoding beyond the noise
 (:mod:`pebench.analysis.noise`: intervals that separate with several seeds, more than the task's measured seed spread
-with one); otherwise nothing is marked.
+with one); otherwise nothing is marked. The last column, *how far*, is the longest length up to which the encoding
+keeps 90% of its normalised score at the training length, as a multiple of it (:mod:`pebench.analysis.reach`; ``–``:
+not learned).
 
 Several seeds are averaged (the mean over the seeds' ``ok`` results); a case without a score shows its status.
 """
@@ -13,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from pebench import metrics
-from pebench.analysis import noise, scoring
+from pebench.analysis import noise, reach, scoring
 from pebench.store.record import ResultRecord
 
 
@@ -60,6 +62,8 @@ def score_tables(records: Iterable[ResultRecord]) -> list[str]:
         direction = "higher" if m.higher_is_better else "lower"
         lines.append(f"{task} (train length {train_length}): {m.unit}, {direction} is better{chance_text}")
 
+        far = {e: reach.reach({L: [_norm(r, m) for r in recs if r.encoding == e and r.eval_length == L]
+                               for L in lengths}, train_length).text for e in encodings}  # fmt: skip
         text = {
             (e, L): (notes[(e, L)] if cells[(e, L)] is None else f"{cells[(e, L)]:.{m.digits}f}")
             + ("*" if best[L] == e else "")
@@ -68,9 +72,9 @@ def score_tables(records: Iterable[ResultRecord]) -> list[str]:
         }
         width = max(len(e) for e in [*encodings, "encoding"])
         col = max(7, *(len(t) for t in text.values()))
-        rows = [("encoding", {L: str(L) for L in lengths})]
-        rows += [(e, {L: text[(e, L)] for L in lengths}) for e in encodings]
-        for name, values in rows:
+        rows = [("encoding", {L: str(L) for L in lengths}, "how far")]
+        rows += [(e, {L: text[(e, L)] for L in lengths}, far[e]) for e in encodings]
+        for name, values, how_far in rows:
             line = f"  {name:<{width}}  " + " ".join(f"{values[L]:>{col}}" for L in ids) + " |"
-            lines.append((line + "".join(f" {values[L]:>{col}}" for L in oods)).rstrip())
+            lines.append(line + "".join(f" {values[L]:>{col}}" for L in oods) + f"  {how_far:>7}")
     return lines

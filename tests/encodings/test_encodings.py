@@ -303,6 +303,17 @@ def test_registry_lists_the_core_encodings():
     assert {n for n, _, _ in encodings.describe()}.issuperset(CORE)
 
 
+def test_every_encoding_names_its_family():
+    from pebench.encodings.base import FAMILIES
+
+    families = {name: encodings.get(name).family for name in encodings.available()}
+    assert set(families.values()) <= set(FAMILIES), families
+    assert {n for n, f in families.items() if f == "bias"} == {"alibi", "t5", "kerple", "fire"}
+    assert families["rope"] == families["yarn"] == families["pope"] == "rotary"
+    assert families["nope"] == "none" and families["cope"] == "content" and families["sinusoidal"] == "absolute"
+    assert families["randomized_rope"] == encodings.get("randomized_alibi").family == families["drope"] == "wrapper"
+
+
 def test_unknown_encoding_lists_valid_names():
     with pytest.raises(UnknownNameError) as err:
         encodings.get("bogus")

@@ -76,3 +76,110 @@ def test_page_in_headless_chromium(tmp_path, browser):
     errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
     errors += browser.execute_script("return window.__pebench_errors")
     assert errors == [], errors
+
+
+def _visible(driver, selector):
+    from selenium.webdriver.common.by import By
+
+    return [e for e in driver.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
+
+
+def _set_filter(driver, text):
+    driver.execute_script("var b = document.getElementById('filter'); b.value = arguments[0]; "
+                          "b.dispatchEvent(new Event('input'));", text)  # fmt: skip
+
+
+def test_filter_legend_and_attention_hover_with_every_encoding(tmp_path, browser):
+    """Every registered encoding on two tasks (synthetic scores): one small chart per family; the filter hides chart
+    lines and charts left empty, not only table rows; a legend click highlights one encoding in every chart; sorting
+    still works; hovering an attention map names the query, key and probability."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    from pebench import encodings, store
+    from pebench.report import attn, synthetic
+    from pebench.report.families import family_of
+
+    spec = synthetic.all_encodings_spec(seeds=1)
+    url = f"sqlite:///{tmp_path / 'all.db'}"
+    engine = store.open_db(url)
+    synthetic.write_run(engine, synthetic.records(spec))
+    engine.dispose()
+    page = render_report(url, tmp_path / "all.html").path
+    browser.get(Path(page).resolve().as_uri())
+    names = encodings.available()
+    families = {family_of(n) for n in names}
+    section = "#task-k-back"
+    panels = _visible(browser, f"{section} .multiples .panel")
+    assert len(panels) == len(families) == 6
+    assert len(_visible(browser, f"{section} .s")) == len(names)
+
+    # measured label widths: no text of any chart sticks out of its svg (e.g. the heatmap's longest row label)
+    clipped = browser.execute_script("""
+        var out = [];
+        document.querySelectorAll('svg').forEach(function (svg) {
+          var box = svg.getBoundingClientRect();
+          svg.querySelectorAll('text').forEach(function (t) {
+            var r = t.getBoundingClientRect();
+            if (r.width && (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1
+                            || r.bottom > box.bottom + 1)) { out.push(t.textContent); }
+          });
+        });
+        return out;""")
+    assert clipped == [], clipped
+
+    # the filter: lines and legend rows of other encodings go, and so do the charts it empties
+    _set_filter(browser, "alibi")
+    assert [e.get_attribute("data-enc") for e in _visible(browser, f"{section} .s")] == ["alibi"]
+    assert [e.get_attribute("data-family") for e in _visible(browser, f"{section} .panel")] == ["bias"]
+    assert len(_visible(browser, "#curves .s")) == 2  # the learning curves too (one line per task)
+    assert len(_visible(browser, "#table-task-k-back tbody tr")) == 1
+    _set_filter(browser, "rope")  # rope, lrope, drope, randomized_rope
+    shown = {e.get_attribute("data-enc") for e in _visible(browser, f"{section} .s")}
+    assert shown == {n for n in names if "rope" in n}
+    assert {e.get_attribute("data-family") for e in _visible(browser, f"{section} .panel")} == {"rotary", "wrapper"}
+    _set_filter(browser, "")
+    assert len(_visible(browser, f"{section} .s")) == len(names)
+
+    # a legend click highlights that encoding in every chart and dims the others; a second click undoes it
+    def opacity(enc):
+        series = browser.find_element(By.CSS_SELECTOR, f'{section} .s[data-enc="{enc}"]')
+        return float(browser.execute_script("return getComputedStyle(arguments[0]).opacity", series))
+
+    legend = browser.find_element(By.CSS_SELECTOR, f'{section} .lg[data-enc="alibi"]')
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", legend)
+    legend.click()
+    assert opacity("alibi") == 1.0 and opacity("rope") < 0.5 and opacity("fire") < 0.5
+    assert "hl" in browser.find_element(By.CSS_SELECTOR, '#task-lm .s[data-enc="alibi"]').get_attribute("class")
+    assert legend.get_attribute("aria-pressed") == "true"
+    legend.click()
+    assert opacity("rope") == 1.0 and legend.get_attribute("aria-pressed") == "false"
+
+    # sorting still works with the new column: "how far", descending first
+    table = browser.find_element(By.ID, "table-task-k-back")
+    header = [th for th in table.find_elements(By.CSS_SELECTOR, "thead th") if th.text.startswith("how far")][0]
+    index = table.find_elements(By.CSS_SELECTOR, "thead th").index(header)
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", header)  # not under the sticky filter
+    header.click()
+    keys = [r.find_elements(By.TAG_NAME, "td")[index].get_attribute("data-v")
+            for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]  # fmt: skip
+    numbers = [float(k) for k in keys if k]
+    assert numbers == sorted(numbers, reverse=True) and keys[: len(numbers)] == [k for k in keys if k]
+
+    # attention hover: query 20, key 3 of rope's head 0, and its probability from the page's data
+    att = browser.find_element(By.CSS_SELECTOR, '#attention .att[data-enc="rope"]')
+    img = att.find_elements(By.CSS_SELECTOR, "img.attmap")[0]
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", img)
+    t, size = spec.attention_tokens, img.size["width"] - 2  # a 1 px border
+    i, j = 20, 3
+    ActionChains(browser).move_to_element_with_offset(img, (j + 0.5) * size / t - size / 2,
+                                                      (i + 0.5) * size / t - size / 2).perform()  # fmt: skip
+    tip = browser.find_element(By.ID, "tip")
+    p = attn.unpacked(img.get_attribute("data-p"), t)[i, j]
+    assert p > 0.001
+    assert tip.is_displayed() and tip.text.startswith("rope · head 0 · query 20 (token ")
+    assert "→ key 3 (token " in tip.text and tip.text.endswith(f"p ≈ {p:.3f}" if p >= 0.01 else f"p ≈ {p:.2g}")
+    ActionChains(browser).move_to_element_with_offset(img, size / 2 - 2, -size / 2 + 2).perform()  # top right
+    assert tip.text.endswith(f"query 0 (token 0) → key {t - 1} (token {t - 1}): future position (masked)")
+    errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert errors == [], errors

@@ -124,6 +124,13 @@ def test_leaderboard_numbers_order_partial_and_deltas(db_url):
     ood_of = [r.ood_norm.value for r in acc.rows]
     assert ood_of == sorted(ood_of, reverse=True) and len(acc.rows) == 4
 
+    # how far (pebench.analysis.reach): solo keeps 1.0 up to 256 (4x); alpha and beta fall below 90% at 128; EVIL
+    # (normalised 0.2 at the training length) has not learned "acc"; on "ppl" everyone falls below 90% at 128
+    assert {r.encoding: r.reach.text for r in acc.rows} == {"solo": "4×", "alpha": "1×", "beta": "1×", EVIL: "–"}
+    assert {r.reach.text for r in ppl.rows} == {"1×"}
+    # the leaderboard: the lower median over tasks, a task not learned counting as 0
+    assert {e: entries[e].reach_text for e in entries} == {"solo": "4×", "alpha": "1×", "beta": "1×", EVIL: "–"}
+
 
 def test_page_escapes_database_strings_and_is_self_contained(db_url, tmp_path):
     url, _ = make_db(db_url)

@@ -27,15 +27,15 @@ def test_tables_from_hand_made_scores(monkeypatch):
     ]  # fmt: skip
     lines = score_tables(records)
     assert lines[0] == "copy (train length 64): accuracy %, higher is better, chance 2%"
-    assert lines[2].split() == ["alibi", "30.4", "|"] and lines[3].split() == ["rope", "30.2", "|"]  # no spread known
+    assert lines[2].split() == ["alibi", "30.4", "|", "–"] and lines[3].split() == ["rope", "30.2", "|", "–"]
     assert lines[4] == "k_back (train length 64): accuracy %, higher is better, chance 2%"
-    assert lines[5].split() == ["encoding", "64", "|", "128", "256"]
+    assert lines[5].split() == ["encoding", "64", "|", "128", "256", "how", "far"]
     # 64: a tie at the shown precision; 128: rope's seeds beat alibi's beyond their intervals; 256: one seed and no
     # measured spread for this configuration, so rope's 25% against a diverged alibi is not marked
-    assert lines[6].split() == ["alibi", "100.0", "|", "31.0", "diverged"]
-    assert lines[7].split() == ["rope", "100.0", "|", "61.0*", "25.0"]
+    assert lines[6].split() == ["alibi", "100.0", "|", "31.0", "diverged", "1×"]
+    assert lines[7].split() == ["rope", "100.0", "|", "61.0*", "25.0", "1×"]
     assert lines[8] == "lm (train length 64): perplexity, lower is better, chance 256"
-    assert lines[10].split() == ["alibi", "5.00", "|"] and lines[11].split() == ["rope", "4.00", "|"]
+    assert lines[10].split() == ["alibi", "5.00", "|", "1×"] and lines[11].split() == ["rope", "4.00", "|", "1×"]
     assert case_score(records[0]) == "accuracy 100.0%" and case_score(records[-1]) == "perplexity 5.00"
     assert case_score(records[12]) == "diverged"
 
@@ -44,8 +44,26 @@ def test_tables_from_hand_made_scores(monkeypatch):
     spread = {"tasks": {t: {"sigma": 0.02, "protocol": protocol_hash({})} for t in ("k_back", "copy")}}
     monkeypatch.setattr(noise, "spread_data", lambda path=None: spread)
     lines = score_tables(records)
-    assert lines[3].split() == ["rope", "30.2", "|"] and lines[2].split() == ["alibi", "30.4", "|"]
-    assert lines[7].split() == ["rope", "100.0", "|", "61.0*", "25.0*"]
+    assert lines[3].split() == ["rope", "30.2", "|", "–"] and lines[2].split() == ["alibi", "30.4", "|", "–"]
+    assert lines[7].split() == ["rope", "100.0", "|", "61.0*", "25.0*", "1×"]
+
+
+def test_how_far_column():
+    """How far (pebench.analysis.reach): the longest length keeping 90% of the normalised score at the training
+    length, contiguous, as a multiple of it; "–" when not learned (here: at chance)."""
+    records = [
+        *(rec("rope", L, v, seed=s) for L, v in ((64, 1.0), (128, 0.97), (256, 0.92), (512, 0.3)) for s in (0, 1)),
+        *(rec("nope", L, v) for L, v in ((64, 0.02), (128, 0.02), (256, 0.02), (512, 0.02))),
+        rec("alibi", 64, 0.9), rec("alibi", 128, 0.6), rec("alibi", 256, 0.9), rec("alibi", 512, None, status="error"),
+        rec("alibi", 64, 4.0, task="lm", metric="perplexity", hib=False, chance=256.0),
+        rec("alibi", 128, 4.2, task="lm", metric="perplexity", hib=False, chance=256.0),
+    ]  # fmt: skip
+    lines = score_tables(records)
+    assert lines[1].endswith("  how far") and lines[1].split()[-2:] == ["how", "far"]
+    assert lines[2].split()[-1] == "1×"  # alibi: 0.6 at 2x fails, the recovery at 4x does not count
+    assert lines[3].split()[-1] == "–"  # nope: at chance in distribution, not learned
+    assert lines[4].split()[-1] == "4×"  # rope: 0.92 at 4x is 0.918 normalised to chance, 0.3 at 8x is not
+    assert lines[-1].split() == ["alibi", "4.00", "|", "4.20", "2×"]  # lower is better, through the normalisation
 
 
 def test_summary_of_a_small_run(run_suite, tiny, tmp_path):

@@ -1,0 +1,60 @@
+"""The report's charts without a browser: length plots as one small chart per encoding family with hover titles and
+legend rows the page's script can find, and the attention maps' hover data."""
+
+import re
+
+import numpy as np
+import pytest
+
+from pebench import store
+from pebench.report import attn, build_context, synthetic
+
+
+@pytest.fixture
+def small_run(tmp_path):
+    spec = synthetic.SynthSpec(["rope", "alibi", "nope", "yarn", "retired_x"], [synthetic.SynthTask("k_back")],
+                               seeds=2, heads=2, attention_tokens=8)  # fmt: skip
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    engine = store.open_db(url)
+    synthetic.write_run(engine, synthetic.records(spec))
+    engine.dispose()
+    return build_context(url, "latest")
+
+
+def test_length_plots_are_small_multiples_by_family(small_run):
+    view = small_run["tasks"][0]
+    html = str(view.plot_svg)
+    panels = re.findall(r'<div class="panel" data-family="([a-z]+)"><svg.*?</svg></div>', html)
+    assert panels == ["rotary", "bias", "none", "other"]  # in family order; an unregistered name is "other"
+    rotary = re.search(r'data-family="rotary">(<svg.*?</svg>)', html).group(1)
+    assert re.findall(r'<g class="s" data-enc="([a-z_]+)">', rotary) == ["rope", "yarn"]
+    assert re.findall(r'<g class="lg" data-enc="([a-z_]+)"', rotary) == ["rope", "yarn"]
+    assert "<title>rope, length 128: " in rotary  # a point's value on hover
+    assert "rotary: q and k rotated by position" in rotary
+    colors = small_run["colors"]
+    assert len(set(colors.values())) == 5 and colors["rope"] != colors["yarn"]
+
+
+def test_attention_maps_carry_their_probabilities(small_run):
+    view = small_run["tasks"][0]
+    maps = {a["encoding"]: a for a in view.attention}
+    assert set(maps) == {"rope", "alibi", "nope", "yarn", "retired_x"}
+    rope = maps["rope"]
+    assert rope["tokens"] == 8 and rope["token_ids"] == "0 1 2 3 4 5 6 7"
+    assert [im["label"] for im in rope["images"]] == ["head 0", "head 1", "mean"]
+    assert rope["images"][-1]["p"] == ""  # the page's script averages the heads for the mean
+    assert all(im["src"].startswith("data:image/png;base64,") for im in rope["images"])
+    assert "attention probability p" in str(small_run["attention_scale_svg"])
+
+
+def test_packed_probabilities_round_trip_to_two_significant_digits():
+    rng = np.random.default_rng(0)
+    m = np.tril(rng.dirichlet(np.ones(12), size=12))
+    m[0] = 0
+    m[0, 0] = 1.0
+    back = attn.unpacked(attn.packed(m), 12)
+    assert np.allclose(np.triu(back, 1), 0)
+    tri = np.tril_indices(12)
+    # b = round(255 sqrt(p)): |p - p'| <= sqrt(p)/255 + 1/(4 * 255^2)
+    assert np.all(np.abs(back[tri] - m[tri]) <= np.sqrt(m[tri]) / 255 + 1 / (4 * 255**2) + 1e-12)
+    assert len(attn.packed(m)) == 4 * ((12 * 13 // 2 + 2) // 3)  # one byte per probability, base64
