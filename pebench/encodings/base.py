@@ -50,11 +50,13 @@ report draws one small chart per family); the model never reads it:
 
 * ``absolute`` -- a vector added to the token embeddings: sinusoidal, sinonly, learned, sininit, binary,
   binary_norm, decimal, decimal_norm;
-* ``rotary`` -- q and k rotated by position-dependent angles: rope and its variants (pi, ntk, yarn, xpos, lrope), and
-  pope (position-only phases on softplus magnitudes: a rotation of q and k, at twice the width);
+* ``rotary`` -- q and k rotated by position-dependent angles: rope and its variants (pi, ntk, yarn, llama3, longrope,
+  xpos, lrope, p_rope, partial_rope, the rope_nope hybrid), and pope (position-only phases on softplus magnitudes: a
+  rotation of q and k, at twice the width);
 * ``bias`` -- an additive bias on the attention scores from the distance: alibi, t5, kerple, fire;
-* ``content`` -- positions counted from the content: cope;
-* ``none`` -- no positional information: nope;
+* ``content`` -- order read from the content: cope (positions counted by gates), fox (a decay bias from forget
+  gates on the hidden states), stick_breaking (attention weights broken off from the most recent key backwards);
+* ``none`` -- no positional information: nope, nope_qknorm;
 * ``wrapper`` -- wrappers and schedules around another encoding: randomized_<X> (any X), drope. They form their own
   family, whatever they wrap: what they change is the training protocol, and one chart of them sets the protocols
   side by side (their base encodings are in their own families' charts).
@@ -78,7 +80,7 @@ FAMILIES: dict[str, str] = {
     "absolute": "absolute: added to the token embeddings",
     "rotary": "rotary: q and k rotated by position",
     "bias": "attention bias from the distance",
-    "content": "content-dependent positions",
+    "content": "content-dependent: order read from the content",
     "none": "no positional encoding",
     "wrapper": "wrappers and schedules",
 }

@@ -44,6 +44,7 @@ def forget_bias(log_f: Tensor) -> Tensor:
 @register
 class FoX(PositionalEncoding):
     name = "fox"
+    family = "content"
     position_indexed = False
     reads_hidden = True
     description = "forgetting attention: bias Σ_{l=j+1}^{i} log σ(w_f·x_l + b_f) per head from the hidden states"

@@ -44,6 +44,7 @@ def rms_normalise(x: Tensor, gain: Tensor, eps: float = EPS) -> Tensor:
 @register
 class NoPEQKNorm(PositionalEncoding):
     name = "nope_qknorm"
+    family = "none"
     position_indexed = False
     default_layers = NoPE.default_layers
     description = (f"no positional encoding; q and k RMS-normalised per head with a learned gain "

@@ -61,6 +61,7 @@ def stick_breaking_weights(scores: Tensor, start: int, remainder: str = "self") 
 @register
 class StickBreaking(PositionalEncoding):
     name = "stick_breaking"
+    family = "content"
     position_indexed = False
     custom_attention_weights = True
     description = "stick-breaking attention: A_ij = σ(z_ij)·Π_{j<k<i}(1 - σ(z_ik)) instead of softmax, no positions"
