@@ -81,3 +81,16 @@ def test_packed_seeds_carry_their_own_validation_points() -> None:
             assert set(p) == set(q)
             assert abs(p["val_accuracy_1x"] - q["val_accuracy_1x"]) <= 0.02
             assert abs(p["val_accuracy_2x"] - q["val_accuracy_2x"]) <= 0.02
+
+
+def test_the_suite_option_reaches_the_training_config() -> None:
+    import pytest
+
+    from pebench.errors import PebenchError
+    from pebench.settings import Settings
+
+    task = tasks.build("k_back")
+    assert Settings().train_config(task).val_batches == tr.TrainConfig.val_batches == 2
+    assert Settings(val_batches=0).train_config(task).val_batches == 0
+    with pytest.raises(PebenchError, match="--val-batches"):
+        Settings(val_batches=-1).check()
