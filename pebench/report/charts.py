@@ -109,20 +109,24 @@ def validation_curves(
 ) -> str:
     """The validation metric vs step at the training length and at twice it: one row per task, its 1x and 2x
     panels side by side, one line per encoding (mean over seeds); empty when no curve has validation points."""
-    charts = []
+    charts, ranges = [], []
     for v in views:
-        for column, factor in (("val_1x", "1\u00d7"), ("val_2x", "2\u00d7")):
-            by_enc = curves.get(column, {}).get(v.key)
+        lines = {n: curves.get(f"val_{n}x", {}).get(v.key) for n in (1, 2)}
+        ys = [y for by_enc in lines.values() if by_enc for line in by_enc.values() for _, y in line]
+        if not ys:
+            continue
+        pad = (max(ys) - min(ys)) * 0.06 or abs(max(ys)) * 0.1 or 1.0
+        direction = "" if v.higher_is_better else ", lower is better"
+        for n, by_enc in lines.items():
             if not by_enc:
                 continue
             series = [svg.Series(enc, colors[enc], markers[enc], [(float(s), float(y), None) for s, y in by_enc[enc]])
                       for enc in families.ordered(by_enc)]  # fmt: skip
-            direction = "" if v.higher_is_better else ", lower is better"
-            charts.append((f"{v.label}: {v.metric} at {factor} ({v.train_length * int(factor[0])}{direction})",
-                           series))  # fmt: skip
+            charts.append((f"{v.label}: {v.metric} at {n}\u00d7 ({v.train_length * n}{direction})", series))
+            ranges.append((min(ys) - pad, max(ys) + pad))  # a task's 1x and 2x on one scale
     if not charts:
         return ""
-    return svg.panels(charts, ncols=2, x_label="step", y_label="validation metric", markers=False)
+    return svg.panels(charts, ncols=2, y_ranges=ranges, x_label="step", y_label="validation metric", markers=False)
 
 
 def curves(engine: Any, sel: pd.DataFrame, keys: Mapping[tuple[str, int], tuple[str, str]]) -> dict:
