@@ -35,6 +35,7 @@ from pebench.tasks.base import Task
 from pebench.training import (
     TrainConfig,
     TrainInfo,
+    Validation,
     lr_at,
     masked_loss_and_correct,
     precision_context,
@@ -69,6 +70,20 @@ def clip_per_seed(grads: list[torch.Tensor], max_norm: float) -> torch.Tensor:
     for g in grads:
         g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
     return total
+
+
+def validation_sums(host: Transformer, val: Validation | None, stacked: dict[str, torch.Tensor],
+                    varying: dict[str, torch.Tensor], k: int, step: int) -> torch.Tensor:  # fmt: skip
+    """Seed ``k``'s :meth:`~pebench.training.Validation.sums` (its slice of the stacked parameters and buffers run
+    through the host model), on the device; nothing without validation."""
+    if val is None:
+        return torch.zeros(0, device=next(iter(stacked.values())).device)
+    own = {name: p[k].detach() for name, p in stacked.items()} | {name: b[k] for name, b in varying.items()}
+
+    def forward(inputs: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+        return functional_call(host, own, (inputs, positions))
+
+    return val.sums(host, forward, step)
 
 
 def train_packed(
@@ -120,6 +135,7 @@ def train_packed(
     infos = [TrainInfo() for _ in seeds]
     done = [False] * n
     interval = cfg.curve_interval
+    vals = [Validation.build(host, task, cfg, s, device) for s in seeds]
     tokens = 0
     ctx = progress_context() if progress_context is not None else contextlib.nullcontext()
     start = time.perf_counter()
@@ -151,7 +167,9 @@ def train_packed(
                 if not done[k]:
                     infos[k].steps = step + 1
             if (step + 1) % interval == 0 or step + 1 == cfg.steps:
-                values = read_back(torch.cat([sums.flatten(), first_bad, last]))
+                extras = [validation_sums(host, vals[k], stacked, varying, k, step + 1) for k in range(n)]
+                values = read_back(torch.cat([sums.flatten(), first_bad, last, *extras]))
+                extra_values = values[6 * n :]
                 sums.zero_()
                 for k in range(n):
                     if done[k]:
@@ -166,6 +184,9 @@ def train_packed(
                         continue
                     infos[k].curve.append({"step": step + 1, "loss": loss_sum / max(count, 1),
                                            "accuracy": n_correct / max(n_scored, 1)})  # fmt: skip
+                    if vals[k] is not None:
+                        width = 5 * len(vals[k].lengths)  # type: ignore[union-attr]
+                        infos[k].curve[-1].update(vals[k].point(extra_values[k * width : (k + 1) * width]))  # type: ignore[union-attr]
                     infos[k].final_loss = last_loss
                 if all(done):
                     break

@@ -29,6 +29,7 @@ class Settings:
     batch_size: int = TrainConfig.batch_size
     lr: float = TrainConfig.lr
     precision: str = TrainConfig.precision
+    val_batches: int = TrainConfig.val_batches
     pack_seeds: int = 1
     """Seeds 0..K-1 of one (encoding, task, config) trained together as one batched model (pebench.packing); 1: off."""
 
@@ -56,7 +57,8 @@ class Settings:
 
     def train_config(self, task: Task) -> TrainConfig:
         steps = self.steps if self.steps is not None else (task.default_steps or TrainConfig.steps)
-        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr, precision=self.precision)
+        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr, precision=self.precision,
+                           val_batches=self.val_batches)  # fmt: skip
 
     def layers_for(self, encoding: str | None = None) -> int:
         """The depth of ``encoding``'s models: ``--layers`` when given, else the encoding's ``default_layers``,
@@ -86,7 +88,7 @@ class Settings:
             ModelConfig(vocab_size=1, d_model=self.d_model, n_layers=self.layers_for(), n_heads=self.n_heads,
                         dropout=self.dropout)  # fmt: skip
             TrainConfig(steps=TrainConfig.steps if self.steps is None else self.steps, batch_size=self.batch_size,
-                        lr=self.lr, precision=self.precision)  # fmt: skip
+                        lr=self.lr, precision=self.precision, val_batches=self.val_batches)  # fmt: skip
         except ConfigError as err:
             raise PebenchError(err.render(FLAG_NAMES)) from None
         if self.eval_samples <= 0:
@@ -129,6 +131,9 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
     Flag("--precision", "precision", "training precision: fp32 (default), bf16 (autocast) or tf32 (TensorFloat-32 "
          "matmuls on GPUs that have them); recorded in the configuration unless fp32",
          {"default": TrainConfig.precision, "choices": PRECISIONS}),
+    Flag("--val-batches", "val_batches", "held-out batches per length (the training length and 2x) evaluated at each "
+         f"learning-curve point; 0: none (default {TrainConfig.val_batches}; never changes the trained model)",
+         {"type": int, "default": TrainConfig.val_batches}),
     Flag("--eval-samples", "eval_samples", f"held-out sequences per case (default {Settings.eval_samples})",
          {"type": int, "default": Settings.eval_samples}),
     Flag("--device", "device", "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default auto)",

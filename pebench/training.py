@@ -31,7 +31,9 @@ PRECISIONS = ("fp32", "bf16", "tf32")
 class TrainConfig:
     """Optimisation settings. ``curve_every`` 0 means about 20 learning-curve points per run. ``precision`` is one of
     :data:`PRECISIONS`; it is part of the stored configuration only when not ``fp32`` (so configurations, hashes and
-    checkpoints from before the option are unchanged: no ``precision`` key means fp32)."""
+    checkpoints from before the option are unchanged: no ``precision`` key means fp32). ``val_batches``: held-out
+    batches per length at each learning-curve point (:class:`Validation`; 0: none); it never changes the trained
+    model, so it is not part of the stored configuration or its hash."""
 
     steps: int = 600
     batch_size: int = 64
@@ -41,6 +43,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     curve_every: int = 0
     precision: str = "fp32"
+    val_batches: int = 2
 
     def __post_init__(self) -> None:
         if self.steps <= 0:
@@ -51,6 +54,8 @@ class TrainConfig:
             raise ConfigError("train", f"{{lr}} must be a positive finite number, got {self.lr}")
         if self.precision not in PRECISIONS:
             raise ConfigError("train", f"{{precision}} must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.val_batches < 0:
+            raise ConfigError("train", f"{{val_batches}} must be 0 or more, got {self.val_batches}")
 
     @property
     def curve_interval(self) -> int:
@@ -58,6 +63,7 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["val_batches"]
         if d["precision"] == "fp32":
             del d["precision"]
         return d
@@ -146,6 +152,7 @@ def train(
     interval = cfg.curve_interval
     params = [p for p in model.parameters() if p.requires_grad]
     acc = StepStats(device)
+    val = Validation.build(model, task, cfg, seed, device)
     tokens = 0
     ctx = progress_context() if progress_context is not None else contextlib.nullcontext()
     start = time.perf_counter()
@@ -168,12 +175,15 @@ def train(
             acc.add(step, loss, correct, scored, grad_norm)
             info.steps = step + 1
             if (step + 1) % interval == 0 or step + 1 == cfg.steps:
-                point, bad_step = acc.read(step + 1)
+                extra = val.sums(model, model, step + 1) if val is not None else None
+                point, bad_step, extra_values = acc.read(step + 1, extra)
                 if bad_step is not None:
                     info.status = "diverged"
                     info.message = f"non-finite training loss or gradient norm at step {bad_step}"
                     info.steps = bad_step
                     break
+                if val is not None:
+                    point.update(val.point(extra_values))
                 info.curve.append(point)
                 info.final_loss = acc.last_loss
                 bar.set_postfix(loss=f"{point['loss']:.3f}", acc=f"{point['accuracy']:.3f}")
@@ -231,14 +241,113 @@ class StepStats:
         self.first_bad = torch.where(bad & (self.first_bad < 0), torch.full_like(self.first_bad, step), self.first_bad)
         self.last = loss
 
-    def read(self, step: int) -> tuple[dict[str, float], int | None]:
-        """The curve point for the steps since the last read, and the first non-finite step (None: none yet)."""
-        loss, correct, scored, n, first_bad, last = read_back(torch.cat([self.sums, self.first_bad[None],
-                                                                          self.last[None]]))  # fmt: skip
+    def read(self, step: int, extra: torch.Tensor | None = None) -> tuple[dict[str, float], int | None, list[float]]:
+        """The curve point for the steps since the last read, the first non-finite step (None: none yet), and the
+        values of ``extra`` (device values read in the same single read, e.g. :meth:`Validation.sums`)."""
+        parts = [self.sums, self.first_bad[None], self.last[None]]
+        if extra is not None:
+            parts.append(extra.to(self.sums.dtype))
+        values = read_back(torch.cat(parts))
+        loss, correct, scored, n, first_bad, last = values[:6]
         self.sums.zero_()
         self.last_loss = last
         point = {"step": step, "loss": loss / max(n, 1), "accuracy": correct / max(scored, 1)}
-        return point, (int(first_bad) if first_bad >= 0 else None)
+        return point, (int(first_bad) if first_bad >= 0 else None), values[6:]
+
+
+def batch_sums(logits: torch.Tensor, targets: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Summed loss, correct and scored tokens, correct and all sequences of one evaluation batch, on the device."""
+    scored = targets != IGNORE
+    loss_sum = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=IGNORE,
+                               reduction="sum")  # fmt: skip
+    correct = (logits.argmax(-1) == targets) & scored
+    seq_correct = (correct | ~scored).all(dim=1).sum()
+    n_seq = torch.full_like(seq_correct, targets.shape[0])
+    return torch.stack([loss_sum.to(dtype), correct.sum().to(dtype), scored.sum().to(dtype), seq_correct.to(dtype),
+                        n_seq.to(dtype)])  # fmt: skip
+
+
+def metric_values(loss_sum: float, n_correct: float, n_scored: float, n_seq_correct: float, n_seq: float
+                  ) -> dict[str, float]:  # fmt: skip
+    """:func:`evaluate`'s metrics from the sums of :func:`batch_sums`."""
+    loss = loss_sum / max(n_scored, 1)
+    return {"loss": loss, "token_accuracy": n_correct / max(n_scored, 1),
+            "sequence_accuracy": n_seq_correct / max(n_seq, 1), "perplexity": math.exp(min(loss, 50.0))}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The validation points of a learning curve: at each curve point, the task's metric on ``cfg.val_batches``
+    held-out batches (the first evaluation split, batches of ``cfg.batch_size``) at the training length and at twice
+    it (``2x`` is left out where the task cannot produce it or the model's encoding is sized for less).
+
+    The data come from a generator seeded from (seed, "validation", task, length, step) and the positions an encoding
+    draws from one seeded from (seed, "validation positions", task, length, step): the training generators are never
+    touched and the model runs in eval mode without gradients, so the trained model is the same with or without
+    validation, and the same seed and configuration give the same curve. The values stay on the device and are read
+    with the training statistics in the curve point's one read (:meth:`StepStats.read`). Keys:
+    ``val_<metric>_1x`` and ``val_<metric>_2x``, ``<metric>`` the task's (``val_accuracy_1x``, ``val_perplexity_2x``).
+    """
+
+    task: Task
+    seed: int
+    device: torch.device
+    n_samples: int
+    batch_size: int
+    lengths: tuple[tuple[str, int], ...]
+
+    @staticmethod
+    def build(model: Transformer, task: Task, cfg: TrainConfig, seed: int, device: torch.device
+              ) -> Validation | None:  # fmt: skip
+        if cfg.val_batches <= 0:
+            return None
+        from pebench.errors import LengthError
+
+        lengths = []
+        for factor in (1, 2):
+            length = task.train_length * factor
+            try:
+                task.check_length(length)
+            except LengthError:
+                continue
+            if task.tokens(length) <= model.encoding.ctx.max_len:
+                lengths.append((f"{factor}x", length))
+        return Validation(task, seed, device, cfg.val_batches * cfg.batch_size, cfg.batch_size, tuple(lengths))
+
+    @torch.no_grad()
+    def sums(self, module: torch.nn.Module, forward: Callable[..., torch.Tensor], step: int,
+             model: Transformer | None = None) -> torch.Tensor:  # fmt: skip
+        """The :func:`batch_sums` of every length, on the device: ``forward(inputs, positions)`` gives the logits,
+        ``module`` is put in eval mode meanwhile (then back in train mode), ``model`` (default ``module``) is the one
+        whose encoding sets the evaluation length and draws positions."""
+        from pebench.hashing import derive_seed
+
+        model = model if model is not None else module  # type: ignore[assignment]
+        task = self.task
+        dtype = torch.float32 if self.device.type == "mps" else torch.float64
+        out = []
+        module.eval()
+        try:
+            for _, length in self.lengths:
+                gen = torch.Generator().manual_seed(derive_seed(self.seed, "validation", task.name, length, step))
+                pos_gen = torch.Generator().manual_seed(
+                    derive_seed(self.seed, "validation positions", task.name, length, step))  # fmt: skip
+                total = torch.zeros(5, dtype=dtype, device=self.device)
+                with eval_length(model, task.train_length, length):  # type: ignore[arg-type]
+                    for cpu in task.eval_batches(length, self.n_samples, gen, task.eval_splits[0], self.batch_size):
+                        batch = Batch(cpu.inputs, cpu.targets, eval_positions(model, cpu, pos_gen)).to(self.device)
+                        total += batch_sums(forward(batch.inputs, batch.positions), batch.targets, dtype)
+                out.append(total)
+        finally:
+            module.train()
+        return torch.cat(out) if out else torch.zeros(0, dtype=dtype, device=self.device)
+
+    def point(self, values: list[float]) -> dict[str, float]:
+        """The ``val_<metric>_<factor>x`` entries of a curve point from the values :meth:`sums` gave."""
+        out = {}
+        for i, (factor, _) in enumerate(self.lengths):
+            out[f"val_{self.task.metric}_{factor}"] = self.task.score(metric_values(*values[5 * i : 5 * i + 5]))
+        return out
 
 
 @contextlib.contextmanager
@@ -284,33 +393,12 @@ def evaluate(
     model.to(device).eval()
     gen = torch.Generator().manual_seed(derive_seed(seed, "eval", task.name, length, split))
     pos_gen = torch.Generator().manual_seed(derive_seed(seed, "eval positions", task.name, length, split))
-    total_loss = 0.0
-    n_scored = n_correct = n_seq_correct = n_seq = 0
+    dtype = torch.float32 if device.type == "mps" else torch.float64
+    total = torch.zeros(5, dtype=dtype, device=device)
     with eval_length(model, task.train_length, length):
         for cpu_batch in task.eval_batches(length, n_samples, gen, split, batch_size):
             cpu_batch = Batch(cpu_batch.inputs, cpu_batch.targets, eval_positions(model, cpu_batch, pos_gen))
             batch = cpu_batch.to(device)
-            b = batch.inputs.shape[0]
-            logits = model(batch.inputs, batch.positions)
-            scored = batch.targets != IGNORE
-            loss_sum = F.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]).float(),
-                batch.targets.reshape(-1),
-                ignore_index=IGNORE,
-                reduction="sum",
-            )
-            correct = (logits.argmax(-1) == batch.targets) & scored
-            total_loss += loss_sum.item()
-            n_scored += int(scored.sum())
-            n_correct += int(correct.sum())
-            n_seq_correct += int((correct | ~scored).all(dim=1).sum())
-            n_seq += b
-    loss = total_loss / max(n_scored, 1)
-    return {
-        "loss": loss,
-        "token_accuracy": n_correct / max(n_scored, 1),
-        "sequence_accuracy": n_seq_correct / max(n_seq, 1),
-        "perplexity": math.exp(min(loss, 50.0)),
-        "n_samples": n_seq,
-        "n_scored": n_scored,
-    }
+            total += batch_sums(model(batch.inputs, batch.positions), batch.targets, dtype)
+    values = total.tolist()
+    return {**metric_values(*values), "n_samples": int(values[4]), "n_scored": int(values[2])}

@@ -75,6 +75,10 @@ def heatmap(assembled: Assembled, order: Sequence[str]) -> str:
     return svg.heatmap([(e, assembled.colors[e]) for e in order], keys, panels, cmap_hex)
 
 
+CURVE_COLUMNS = ("loss", "val_1x", "val_2x")
+"""What :func:`curves` averages: the training loss and the validation values at 1x and 2x the training length."""
+
+
 def learning_curves(
     curves: Mapping[str, Mapping[str, list[tuple[int, float]]]],
     views: Sequence[TaskView],
@@ -97,17 +101,50 @@ def learning_curves(
                       markers=False)  # fmt: skip
 
 
+def validation_curves(
+    curves: Mapping[str, Mapping[str, Mapping[str, list[tuple[int, float]]]]],
+    views: Sequence[TaskView],
+    colors: Mapping[str, str],
+    markers: Mapping[str, str],
+) -> str:
+    """The validation metric vs step at the training length and at twice it: one row per task, its 1x and 2x
+    panels side by side, one line per encoding (mean over seeds); empty when no curve has validation points."""
+    charts, ranges = [], []
+    for v in views:
+        lines = {n: curves.get(f"val_{n}x", {}).get(v.key) for n in (1, 2)}
+        ys = [y for by_enc in lines.values() if by_enc for line in by_enc.values() for _, y in line]
+        if not ys:
+            continue
+        pad = (max(ys) - min(ys)) * 0.06 or abs(max(ys)) * 0.1 or 1.0
+        direction = "" if v.higher_is_better else ", lower is better"
+        for n, by_enc in lines.items():
+            if not by_enc:
+                continue
+            series = [svg.Series(enc, colors[enc], markers[enc], [(float(s), float(y), None) for s, y in by_enc[enc]])
+                      for enc in families.ordered(by_enc)]  # fmt: skip
+            charts.append((f"{v.label}: {v.metric} at {n}\u00d7 ({v.train_length * n}{direction})", series))
+            ranges.append((min(ys) - pad, max(ys) + pad))  # a task's 1x and 2x on one scale
+    if not charts:
+        return ""
+    return svg.panels(charts, ncols=2, y_ranges=ranges, x_label="step", y_label="validation metric", markers=False)
+
+
 def curves(engine: Any, sel: pd.DataFrame, keys: Mapping[tuple[str, int], tuple[str, str]]) -> dict:
-    """Task key -> encoding -> [(step, mean loss over seeds)] from one result per trained model."""
+    """Column of :data:`CURVE_COLUMNS` -> task key -> encoding -> [(step, mean over seeds)] from one result per
+    trained model (a step enters a line only where the value is finite)."""
     if sel.empty:
         return {}
     reps = sel.sort_values("id").drop_duplicates(["task", "train_length", "encoding", "seed", "config_hash"])
     owner = {int(r.id): (keys[(r.task, int(r.train_length))][0], r.encoding) for r in reps.itertuples()}
-    points: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for result_id, step, loss in curve_points(engine, owner):
-        if finite(loss):
-            points[owner[result_id]][int(step)].append(float(loss))
-    out: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(dict)
-    for (key, enc), by_step in points.items():
-        out[key][enc] = [(step, sum(v) / len(v)) for step, v in sorted(by_step.items())]
+    points: dict[str, dict[tuple[str, str], dict[int, list[float]]]] = {
+        c: defaultdict(lambda: defaultdict(list)) for c in CURVE_COLUMNS
+    }
+    for result_id, step, *values in curve_points(engine, owner):
+        for column, value in zip(CURVE_COLUMNS, values, strict=True):
+            if finite(value):
+                points[column][owner[result_id]][int(step)].append(float(value))
+    out: dict[str, dict[str, dict[str, list[tuple[int, float]]]]] = {c: defaultdict(dict) for c in CURVE_COLUMNS}
+    for column, by_owner in points.items():
+        for (key, enc), by_step in by_owner.items():
+            out[column][key][enc] = [(step, sum(v) / len(v)) for step, v in sorted(by_step.items())]
     return out

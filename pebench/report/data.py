@@ -104,7 +104,10 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
             colors=assembled.colors,
             heatmap_svg=Markup(charts.heatmap(assembled, order)),
             attention_scale_svg=Markup(attn.colour_bar()),
-            curves_svg=Markup(charts.learning_curves(curves, assembled.tasks, assembled.colors, assembled.markers)),
+            curves_svg=Markup(charts.learning_curves(curves.get("loss", {}), assembled.tasks, assembled.colors,
+                                                     assembled.markers)),  # fmt: skip
+            validation_svg=Markup(charts.validation_curves(curves, assembled.tasks, assembled.colors,
+                                                           assembled.markers)),  # fmt: skip
             has_deltas=assembled.has_deltas,
             previous_runs=sorted(int(r) for r in prev["run_id"].unique()) if not prev.empty else [],
             failures=failures,

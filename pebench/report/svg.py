@@ -297,10 +297,11 @@ def line_chart(
 
 
 def panels(
-    charts: Sequence[tuple[str, Sequence[Series]]], *, ncols: int = 3, w: float = 330, h: float = 220, **kw: object
-) -> str:
+    charts: Sequence[tuple[str, Sequence[Series]]], *, ncols: int = 3, w: float = 330, h: float = 220,
+    y_ranges: Sequence[tuple[float, float] | None] | None = None, **kw: object,
+) -> str:  # fmt: skip
     """Small multiples sharing one legend (the union of their series, by name, in the order first seen) on the
-    right."""
+    right; ``y_ranges``: each chart's y range (None: from its data)."""
     legend: dict[str, Series] = {}
     for _, series in charts:
         for s in series:
@@ -310,7 +311,8 @@ def panels(
     body: list[str] = []
     for i, (title, series) in enumerate(charts):
         r, c = divmod(i, ncols)
-        body += line_panel(series, c * w, r * h, w, h, title=title, **kw)  # type: ignore[arg-type]
+        y_range = y_ranges[i] if y_ranges is not None else None
+        body += line_panel(series, c * w, r * h, w, h, title=title, y_range=y_range, **kw)  # type: ignore[arg-type]
     lw = legend_width(entries)
     width = ncols * w + 10 + lw
     height = max(nrows * h, 30 + 17 * len(entries))

@@ -26,6 +26,7 @@ from sqlalchemy import insert
 from pebench import metrics as metric_registry
 from pebench.hashing import config_hash
 from pebench.store import database as db
+from pebench.store.record import curve_row
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result
 
 RUN_INFO = {
@@ -76,6 +77,17 @@ def _quality(name: str) -> tuple[float, float]:
     return 0.55 + 0.45 * ((h % 97) / 96), 0.05 + 0.4 * ((h % 89) / 88)
 
 
+def validation(point: dict[str, Any], metric: str, higher_is_better: bool, encoding: str) -> dict[str, float]:
+    """A curve point's synthetic validation values at 1x and 2x the training length, from its training loss or
+    accuracy and the encoding's length decay."""
+    decay = _quality(encoding)[1]
+    if higher_is_better:
+        v1 = 0.97 * point["accuracy"]
+        return {f"val_{metric}_1x": v1, f"val_{metric}_2x": v1 * max(0.0, 1 - decay)}
+    v1 = 1.05 * math.exp(point["loss"])
+    return {f"val_{metric}_1x": v1, f"val_{metric}_2x": v1 * (1 + decay)}
+
+
 def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list[dict[str, Any]]:
     """One record per (encoding, task, length, seed), shaped like :meth:`pebench.runner.Runner.run`'s."""
     rng = np.random.default_rng(rng_seed)
@@ -100,6 +112,8 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                      "accuracy": min(1.0, quality * (i + 1) / spec.curve_points)}
                     for i in range(spec.curve_points)
                 ]  # fmt: skip
+                for point in curve:  # no draw from rng: the other values stay as they were
+                    point.update(validation(point, task.metric, metric.higher_is_better, enc))
                 for length in task.lengths:
                     ratio = max(0.0, math.log2(length / task.train_length))
                     q = min(1.0, max(0.0, quality + noise_q + run_offset - decay * ratio))
@@ -172,9 +186,7 @@ def write_run(engine: Any, recs: Sequence[dict[str, Any]], info: dict[str, Any] 
             row = {k: rec[k] for k in RESULT_FIELDS if k in rec}
             rows.append({"id": rid, "run_id": run_id, **row})
             for p in rec.get("curve") or []:
-                points.append(
-                    {"result_id": rid, "step": p["step"], "loss": p.get("loss"), "accuracy": p.get("accuracy")}
-                )
+                points.append({"result_id": rid, **curve_row(p)})
         if rows:
             s.execute(insert(Result), rows)
         if points:

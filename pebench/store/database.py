@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from pebench.errors import DatabaseError
 from pebench.store import migrate
 from pebench.store.lifecycle import resolve_run_id  # noqa: F401  (re-exported)
-from pebench.store.record import ResultRecord
+from pebench.store.record import ResultRecord, curve_row
 from pebench.store.schema import CurvePoint, Result, Run, utcnow
 
 DB_ENV = "PEBENCH_DB"
@@ -194,9 +194,7 @@ def add_result(engine: Engine, run_id: int, record: ResultRecord | Mapping[str, 
     columns = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in record.columns().items()}
     with session_scope(engine) as s:
         result = Result(run_id=run_id, **columns)
-        result.curve = [
-            CurvePoint(step=p["step"], loss=p.get("loss"), accuracy=p.get("accuracy")) for p in record.curve
-        ]
+        result.curve = [CurvePoint(**curve_row(p)) for p in record.curve]
         s.add(result)
         s.flush()
         return result.id

@@ -109,12 +109,14 @@ def run_table(db_url: str, run_ids: Iterable[int] | None = None) -> pd.DataFrame
     return pd.DataFrame(table)
 
 
-def curve_points(engine: Engine, result_ids: Iterable[int]) -> Iterator[tuple[int, int, float | None]]:
-    """``(result_id, step, loss)`` of the learning curves of ``result_ids``."""
+def curve_points(engine: Engine, result_ids: Iterable[int]
+                 ) -> Iterator[tuple[int, int, float | None, float | None, float | None]]:  # fmt: skip
+    """``(result_id, step, loss, val_1x, val_2x)`` of the learning curves of ``result_ids``."""
     ids = sorted(result_ids)
     with Session(engine) as s:
         for i in range(0, len(ids), CHUNK):
-            q = select(CurvePoint.result_id, CurvePoint.step, CurvePoint.loss).where(
+            q = select(CurvePoint.result_id, CurvePoint.step, CurvePoint.loss, CurvePoint.val_1x,
+                       CurvePoint.val_2x).where(  # fmt: skip
                 CurvePoint.result_id.in_(ids[i : i + CHUNK])
             )
             yield from s.execute(q)

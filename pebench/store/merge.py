@@ -88,7 +88,8 @@ def read_part(spec: str) -> Part:
             for i in range(0, len(ids), 500):
                 q = select(CurvePoint).where(CurvePoint.result_id.in_(ids[i : i + 500])).order_by(CurvePoint.id)
                 for p in s.scalars(q):
-                    curves.setdefault(p.result_id, []).append({"step": p.step, "loss": p.loss, "accuracy": p.accuracy})
+                    curves.setdefault(p.result_id, []).append(
+                        {c: getattr(p, c) for c in ("step", "loss", "accuracy", "val_1x", "val_2x")})
     finally:
         engine.dispose()
     if not results:

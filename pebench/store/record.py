@@ -20,7 +20,9 @@ from pebench.store.schema import RESULT_FIELDS
 class ResultRecord:
     """One case's result. ``metrics`` holds ``splits`` (per evaluation split: loss, accuracies, perplexity), and for
     the training-length case the ``attention`` snapshot (:mod:`pebench.store.attention`); ``curve`` is the learning
-    curve of the model, a list of ``{"step", "loss", "accuracy"}``."""
+    curve of the model, a list of ``{"step", "loss", "accuracy"}`` with, where measured, the validation values
+    ``val_<metric>_1x`` and ``val_<metric>_2x`` (:class:`pebench.training.Validation`; stored as ``val_1x`` and
+    ``val_2x``, see :func:`curve_row` and :func:`curve_point`)."""
 
     case_id: str
     encoding: str
@@ -73,6 +75,27 @@ class ResultRecord:
     @classmethod
     def from_json(cls, text: str) -> ResultRecord:
         return cls.coerce(json.loads(text))
+
+
+def curve_row(point: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``curve_points`` columns of a curve point: ``val_<metric>_<n>x`` becomes ``val_<n>x``."""
+    row = {"step": point["step"], "loss": point.get("loss"), "accuracy": point.get("accuracy"), "val_1x": None,
+           "val_2x": None}  # fmt: skip
+    for key, value in point.items():
+        for factor in ("1x", "2x"):
+            if key.startswith("val_") and key.endswith(f"_{factor}"):
+                row[f"val_{factor}"] = value
+    return row
+
+
+def curve_point(row: Any, metric: str) -> dict[str, Any]:
+    """A curve point from a ``curve_points`` row (``metric``: its result's), the inverse of :func:`curve_row`."""
+    point = {"step": row.step, "loss": row.loss, "accuracy": row.accuracy}
+    for factor in ("1x", "2x"):
+        value = getattr(row, f"val_{factor}", None)
+        if value is not None:
+            point[f"val_{metric}_{factor}"] = value
+    return point
 
 
 FIELDS = frozenset(f.name for f in fields(ResultRecord))

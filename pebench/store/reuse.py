@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from pebench.store.database import open_db
-from pebench.store.record import ResultRecord
+from pebench.store.record import ResultRecord, curve_point
 from pebench.store.schema import RESULT_FIELDS, Result, Run
 
 MATCH_FIELDS = (
@@ -79,7 +79,7 @@ class ReuseLookup:
             model_reused=True,
             reused_from=origin,
             message=f"reused result {origin}",
-            curve=[{"step": p.step, "loss": p.loss, "accuracy": p.accuracy} for p in old.curve],
+            curve=[curve_point(p, old.metric) for p in old.curve],
         )
         return ResultRecord(**copied)
 

@@ -6,7 +6,9 @@ Tables:
   and Python versions, device, host) and the command-line options;
 * ``results`` -- one per case (run, encoding, task, train length, eval length, seed) with the config JSON and its
   hash, versions, status (ok / diverged / error) and message, and the metrics;
-* ``curve_points`` -- the learning curve of the model a result was evaluated with.
+* ``curve_points`` -- the learning curve of the model a result was evaluated with: training loss and accuracy, and
+  the validation values ``val_1x`` and ``val_2x`` (the result's ``metric`` on held-out batches at the training length
+  and at twice it; NULL where not measured).
 
 :class:`pebench.store.record.ResultRecord` is the typed form of one ``results`` row plus its curve.
 
@@ -28,7 +30,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 """The Alembic revision of the tables below (``pebench/store/migrations/versions``)."""
 SCHEMA_VERSION = int(HEAD_REVISION)
 """Stored with each run (``runs.schema_version``): the schema revision the run was written with."""
@@ -158,6 +160,8 @@ class CurvePoint(Base):
     step: Mapped[int] = mapped_column(Integer)
     loss: Mapped[float | None] = mapped_column(Float, nullable=True)
     accuracy: Mapped[float | None] = mapped_column(Float, nullable=True)
+    val_1x: Mapped[float | None] = mapped_column(Float, nullable=True)
+    val_2x: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     result: Mapped[Result] = relationship(back_populates="curve")
 

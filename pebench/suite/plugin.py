@@ -61,8 +61,8 @@ __all__ = [
 ]
 
 SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
-               "pack", "precision", "device", "encoding", "task", "encoding_options", "task_options", "cache_dir",
-               "no_cache", "report", "shard", "executor", "ray_address", "timing_table")
+               "val_batches", "pack", "precision", "device", "encoding", "task", "encoding_options", "task_options",
+               "cache_dir", "no_cache", "report", "shard", "executor", "ray_address", "timing_table")
 REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
 
 
@@ -125,8 +125,8 @@ def _settings(config: pytest.Config) -> Settings:
         raise PebenchError(f"--seeds must be a positive integer, got {config.getoption('seeds')}")
     settings = Settings(
         **{name: config.getoption(name) for name in
-           ("steps", "batch_size", "lr", "precision", "d_model", "n_layers", "n_heads", "eval_samples",
-            "device")},
+           ("steps", "batch_size", "lr", "precision", "val_batches", "d_model", "n_layers", "n_heads",
+            "eval_samples", "device")},
         cache_dir=cache,
         pack_seeds=Settings.packed_seeds(*(config.getoption(name) for name in ("pack", "seeds", "device"))),
         encoding_options=_named_options(config, "encoding_options", encodings),

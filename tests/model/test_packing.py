@@ -1,6 +1,6 @@
 """Packed seeds equal seeds trained one by one (issue 17, item 1): for every encoding, the K seeds trained together
 as one batched model end with the parameters, learning curves and final losses each seed gets alone, up to float
-rounding; a diverging seed is recorded as such without touching the others."""
+rounding (their validation points included); a diverging seed is recorded as such without touching the others."""
 
 from __future__ import annotations
 
@@ -48,6 +48,10 @@ def test_packed_seeds_equal_one_by_one(name: str, task: tasks.Task) -> None:
         for got, want in zip(info.curve, ref_info.curve, strict=True):
             assert got["loss"] == pytest.approx(want["loss"], rel=1e-4)
             assert got["accuracy"] == pytest.approx(want["accuracy"], abs=0.02)
+            # validation points: each seed's own model, data and positions, as alone
+            assert set(got) == set(want) and {"val_accuracy_1x", "val_accuracy_2x"} <= set(got)
+            for key in ("val_accuracy_1x", "val_accuracy_2x"):
+                assert got[key] == pytest.approx(want[key], abs=0.02), key
         ref_params = dict(ref_model.named_parameters())
         for pname, p in model.named_parameters():
             torch.testing.assert_close(p, ref_params[pname], atol=1e-4, rtol=1e-3, msg=f"{name}: {pname}")

@@ -54,6 +54,8 @@ def test_values_are_read_back_once_per_curve_point(monkeypatch: pytest.MonkeyPat
                     device=torch.device("cpu"), progress=False)  # fmt: skip
     assert [p["step"] for p in info.curve] == [5, 10, 15, 20, 23]
     assert len(reads) == len(info.curve)  # steps 5, 10, 15, 20 and the last
+    # validation (on by default) runs at the curve points only and its values come back in the same read
+    assert all({"val_accuracy_1x", "val_accuracy_2x"} <= set(p) for p in info.curve)
     assert other == []
     assert info.status == "ok" and info.steps == 23
 

@@ -132,7 +132,8 @@ def test_filter_legend_and_attention_hover_with_every_encoding(tmp_path, browser
     _set_filter(browser, "alibi")
     assert [e.get_attribute("data-enc") for e in _visible(browser, f"{section} .s")] == ["alibi"]
     assert [e.get_attribute("data-family") for e in _visible(browser, f"{section} .panel")] == ["bias"]
-    assert len(_visible(browser, "#curves .s")) == 2  # the learning curves too (one line per task)
+    # the learning curves too: one training-loss line per task, and its validation lines at 1x and 2x
+    assert len(_visible(browser, "#curves .s")) == 2 * 3
     assert len(_visible(browser, "#table-task-k-back tbody tr")) == 1
     _set_filter(browser, "rope")  # rope, lrope, drope, randomized_rope
     shown = {e.get_attribute("data-enc") for e in _visible(browser, f"{section} .s")}

@@ -58,3 +58,28 @@ def test_packed_probabilities_round_trip_to_two_significant_digits():
     # b = round(255 sqrt(p)): |p - p'| <= sqrt(p)/255 + 1/(4 * 255^2)
     assert np.all(np.abs(back[tri] - m[tri]) <= np.sqrt(m[tri]) / 255 + 1 / (4 * 255**2) + 1e-12)
     assert len(attn.packed(m)) == 4 * ((12 * 13 // 2 + 2) // 3)  # one byte per probability, base64
+
+
+def test_learning_curves_show_validation_at_1x_and_2x_beside_the_training_loss(small_run):
+    """The curves section: the training loss chart, then the validation metric at the training length and at 2x,
+    one line per encoding in each (the synthetic curves carry validation points, as training stores them)."""
+    loss, val = str(small_run["curves_svg"]), str(small_run["validation_svg"])
+    assert "k_back" in loss and len(re.findall(r'<g class="s" data-enc=', loss)) == 5
+    titles = re.findall(r'font-weight="600">([^<]*)</text>', val)
+    assert titles == ["k_back: accuracy at 1\u00d7 (64)", "k_back: accuracy at 2\u00d7 (128)"]
+    assert len(re.findall(r'<g class="s" data-enc=', val)) == 2 * 5
+    assert "validation metric" in val
+
+
+def test_no_validation_chart_without_validation_points(tmp_path):
+    """Curves stored without validation values (val_batches 0, or an older database) give no validation chart."""
+    spec = synthetic.SynthSpec(["rope"], [synthetic.SynthTask("k_back")], seeds=1, heads=2, attention_tokens=8)
+    recs = synthetic.records(spec)
+    for rec in recs:
+        rec["curve"] = [{k: v for k, v in p.items() if not k.startswith("val_")} for p in rec["curve"]]
+    url = f"sqlite:///{tmp_path / 'n.db'}"
+    engine = store.open_db(url)
+    synthetic.write_run(engine, recs)
+    engine.dispose()
+    context = build_context(url, "latest")
+    assert str(context["validation_svg"]) == "" and "k_back" in str(context["curves_svg"])

@@ -148,3 +148,23 @@ def test_unknown_run_ids(db_url):
 def test_load_of_missing_file_is_an_error(tmp_path):
     with pytest.raises(DatabaseError, match="no such database file"):
         load(f"sqlite:///{tmp_path / 'missing.db'}")
+
+
+def test_validation_values_of_curve_points_are_stored_and_read_back(db_url):
+    """``val_<metric>_1x``/``_2x`` go to ``val_1x``/``val_2x`` and come back under the result's metric's name."""
+    from sqlalchemy.orm import Session
+
+    from pebench.store.record import curve_point
+
+    curve = [{"step": 1, "loss": 2.0, "accuracy": 0.1, "val_accuracy_1x": 0.2, "val_accuracy_2x": 0.05},
+             {"step": 2, "loss": 1.0, "accuracy": 0.4, "val_accuracy_1x": 0.5}]  # fmt: skip
+    engine = db.open_db(db_url)
+    run_id = db.start_run(engine, RUN)
+    rid = db.add_result(engine, run_id, {**RECORD, "curve": curve})
+    with Session(engine) as s:
+        result = s.get(db.Result, rid)
+        assert [curve_point(p, result.metric) for p in result.curve] == curve
+    with engine.connect() as conn:
+        rows = conn.execute(text("select step, val_1x, val_2x from curve_points order by step")).all()
+    assert [tuple(r) for r in rows] == [(1, 0.2, 0.05), (2, 0.5, None)]
+    engine.dispose()
