@@ -259,7 +259,7 @@ class Attention(nn.Module):
             scores = scores.masked_fill(~causal_mask(t, x.device), float("-inf"))
         else:
             scores = scores + mask.float()
-        return pe.attention_weights(scores, 0) if pe.custom_attention_weights else scores.softmax(-1)
+        return pe.attention_weights(scores, 0)  # softmax unless the encoding replaces it
 
 
 class Block(nn.Module):
