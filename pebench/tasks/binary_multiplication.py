@@ -20,7 +20,7 @@ hold an expression: training draws ``n`` from 3..``train_max``. Chance level 1/3
 from __future__ import annotations
 
 from pebench.tasks.binary_addition import BinaryAddition
-from pebench.tasks.common import CHOMSKY_TRAIN, train_max_option
+from pebench.tasks.common import train_max_option
 from pebench.tasks.registry import register
 
 TIMES = 2  # the operator token (binary_addition's PLUS)
@@ -29,10 +29,10 @@ TIMES = 2  # the operator token (binary_addition's PLUS)
 @register
 class BinaryMultiplication(BinaryAddition):
     name = "binary_multiplication"
-    version = "1"
-    description = "product of two little-endian binary numbers, n = x * y tokens (train n 3-40); accuracy"
-    options = {"train_max": train_max_option(CHOMSKY_TRAIN[1])}
-    default_steps = None
+    version = "2"
+    description = "product of two little-endian binary numbers, n = x * y tokens (train n 3-10; papers: 3-40); accuracy"
+    options = {"train_max": train_max_option(10)}
+    default_steps = 1200
 
     def combine(self, x: int, y: int) -> int:
         return x * y

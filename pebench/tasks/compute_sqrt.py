@@ -21,7 +21,7 @@ import math
 import torch
 
 from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, list_layout, python_random
+from pebench.tasks.common import ChomskyTask, list_layout, python_random, train_max_option
 from pebench.tasks.registry import register
 
 SEP, PAD = 2, 3
@@ -35,8 +35,10 @@ def big_endian(value: int, width: int) -> list[int]:
 @register
 class ComputeSqrt(ChomskyTask):
     name = "compute_sqrt"
-    version = "1"
-    description = "floor of the square root of an n-bit big-endian number (train n 1-40); per-token accuracy"
+    version = "2"
+    description = "floor of the square root of an n-bit big-endian number (train n 1-10; papers: 1-40); token accuracy"
+    options = {"train_max": train_max_option(10)}
+    default_steps = 1200
     pad_token = PAD
 
     @property

@@ -21,15 +21,17 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from pebench.tasks.common import SymbolStringTask
+from pebench.tasks.common import SymbolStringTask, train_max_option
 from pebench.tasks.registry import register
 
 
 @register
 class EvenPairs(SymbolStringTask):
     name = "even_pairs"
-    version = "1"
-    description = "is the number of ab and ba pairs in n bits odd? (train n 1-40); accuracy of the answer"
+    version = "2"
+    description = "is the number of ab and ba pairs in n bits odd? (train n 1-10; papers: 1-40); accuracy of the answer"
+    options = {"train_max": train_max_option(10)}
+    default_steps = 1200
     n_input, n_output = 2, 2
 
     def answer_length(self, length: int) -> int:

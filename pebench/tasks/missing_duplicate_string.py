@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, answer_layout
+from pebench.tasks.common import ChomskyTask, answer_layout, train_max_option
 from pebench.tasks.registry import register
 
 MASK, EMPTY, SEP, PAD = 2, 3, 4, 5
@@ -29,8 +29,10 @@ MASK, EMPTY, SEP, PAD = 2, 3, 4, 5
 @register
 class MissingDuplicateString(ChomskyTask):
     name = "missing_duplicate_string"
-    version = "1"
-    description = "the masked bit of a duplicated string w w, n tokens (train n 2-40); accuracy of the answer"
+    version = "2"
+    description = "the masked bit of a duplicated string w w, n tokens (train n 2-8; papers: 2-40); accuracy"
+    options = {"train_max": train_max_option(8)}
+    default_steps = 2400
     train_min = 2
     min_length = 2
     pad_token = PAD

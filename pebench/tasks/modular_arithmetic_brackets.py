@@ -29,7 +29,7 @@ import random
 import torch
 
 from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, list_layout, python_random
+from pebench.tasks.common import ChomskyTask, list_layout, python_random, train_max_option
 from pebench.tasks.registry import register
 
 MOD = 5
@@ -76,8 +76,10 @@ def random_expression(length: int, rng: random.Random, ops: tuple[int, ...]) -> 
 @register
 class ModularArithmeticBrackets(ChomskyTask):
     name = "modular_arithmetic_brackets"
-    version = "1"
-    description = "value mod 5 of an n-token bracketed expression over + - * (train n 1-40); accuracy"
+    version = "2"
+    description = "value mod 5 of an n-token bracketed expression over + - * (train n 1-6; papers: 1-40); accuracy"
+    options = {"train_max": train_max_option(6)}
+    default_steps = 2400
     pad_token = PAD
 
     @property

@@ -23,15 +23,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from pebench.tasks.common import SymbolStringTask
+from pebench.tasks.common import SymbolStringTask, train_max_option
 from pebench.tasks.registry import register
 
 
 @register
 class OddsFirst(SymbolStringTask):
     name = "odds_first"
-    version = "1"
-    description = "odd-position bits of n bits, then the even-position ones (train n 1-40); per-token accuracy"
+    version = "2"
+    description = "odd-position bits of n bits, then the even ones (train n 1-10; papers: 1-40); token accuracy"
+    options = {"train_max": train_max_option(10)}
+    default_steps = 1200
     n_input, n_output = 2, 2
 
     def answer_length(self, length: int) -> int:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from pebench.tasks.common import ItemStringTask, SymbolStringTask, algorithmic_lengths
+from pebench.tasks.common import ItemStringTask, SymbolStringTask, algorithmic_lengths, train_max_option
 from pebench.tasks.registry import register
 
 TRAIN = (3, 8)
@@ -55,8 +55,10 @@ class Reverse(ItemStringTask):
 @register
 class ReverseString(SymbolStringTask):
     name = "reverse_string"
-    version = "1"
-    description = "reverse a string of n bits (train n 1-40; Chomsky protocol); per-token accuracy of the output"
+    version = "2"
+    description = "reverse a string of n bits (train n 1-10; papers: 1-40); per-token accuracy"
+    options = {"train_max": train_max_option(10)}
+    default_steps = 1200
     n_input, n_output = 2, 2
 
     def answer_length(self, length: int) -> int:

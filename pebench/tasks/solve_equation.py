@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, list_layout, python_random
+from pebench.tasks.common import ChomskyTask, list_layout, python_random, train_max_option
 from pebench.tasks.modular_arithmetic_brackets import MINUS, MOD, PLUS, random_expression
 from pebench.tasks.registry import register
 
@@ -34,8 +34,10 @@ X, EQUALS, SEP, PAD = 10, 11, 12, 13
 @register
 class SolveEquation(ChomskyTask):
     name = "solve_equation"
-    version = "1"
-    description = "x in an n-token bracketed linear equation mod 5 over + - (train n 3-40); accuracy of the answer"
+    version = "2"
+    description = "x in an n-token linear equation mod 5 over + - (train n 3-6; papers: 3-40); accuracy"
+    options = {"train_max": train_max_option(6)}
+    default_steps = 2400
     train_min = 3
     min_length = 3
     pad_token = PAD

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from pebench.tasks.base import Batch
-from pebench.tasks.common import ChomskyTask, list_layout, python_random
+from pebench.tasks.common import ChomskyTask, list_layout, python_random, train_max_option
 from pebench.tasks.registry import register
 
 POP, PUSH0, PUSH1, END, SEP, PAD = 2, 3, 4, 5, 6, 7
@@ -44,8 +44,10 @@ def final_stack(stack: list[int], actions: list[int]) -> list[int]:
 @register
 class StackManipulation(ChomskyTask):
     name = "stack_manipulation"
-    version = "1"
-    description = "final stack (top first) after n tokens of stack bits and POP/PUSH actions (train n 1-40); accuracy"
+    version = "2"
+    description = "final stack (top first) after n bits and POP/PUSH actions (train n 1-10; papers: 1-40); accuracy"
+    options = {"train_max": train_max_option(10)}
+    default_steps = 1200
     pad_token = PAD
 
     @property

@@ -139,7 +139,7 @@ def test_labels_match_brute_force(name: str) -> None:
 
 @pytest.mark.parametrize("name", NEW)
 def test_training_covers_the_whole_length_range(name: str) -> None:
-    task = tasks.build(name)
+    task = tasks.build(name, {"train_max": 40})  # the papers' protocol
     lo = SHORTEST.get(name, 1)
     assert task.train_range == (lo, 40)
     seen: set[int] = set()
@@ -150,13 +150,28 @@ def test_training_covers_the_whole_length_range(name: str) -> None:
     assert seen == set(range(lo, 41))
 
 
+DEFAULTS = {"even_pairs": (10, 1200), "odds_first": (10, 1200), "binary_multiplication": (10, 1200),
+            "compute_sqrt": (10, 1200), "reverse_string": (10, 1200), "stack_manipulation": (10, 1200),
+            "modular_arithmetic_brackets": (6, 2400), "solve_equation": (6, 2400),
+            "missing_duplicate_string": (8, 2400)}  # fmt: skip
+"""Version 2's defaults (training maximum, steps), chosen so that a core encoding learns each task (docs/defaults.md)."""
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_version_2_defaults(name: str) -> None:
+    task = tasks.build(name)
+    m, steps = DEFAULTS[name]
+    assert task.version == "2" and task.default_steps == steps
+    assert task.train_range == (SHORTEST.get(name, 1), m) and task.eval_lengths("quick") == [m, 2 * m, 4 * m]
+    assert "papers: " in task.description and task.options["train_max"].default == m
+
+
 @pytest.mark.parametrize("name", NEW)
 def test_declarations(name: str) -> None:
-    task = tasks.build(name)
-    assert task.version == "1" and task.description and "2207.02098" in task.paper
+    task = tasks.build(name, {"train_max": 40})  # the papers' protocol, one option away
+    assert task.description and "2207.02098" in task.paper
     assert task.metric == "accuracy" and task.higher_is_better
     assert task.eval_lengths("quick") == [40, 80, 160] and task.eval_lengths("full") == list(range(40, 501))
-    assert task.default_steps is None  # the global default, like the other Chomsky tasks at the papers' lengths
     chance = {"modular_arithmetic_brackets": 0.2, "solve_equation": 0.2, "stack_manipulation": 1 / 3,
               "binary_multiplication": 1 / 3}.get(name, 0.5)  # fmt: skip
     assert task.chance_level == pytest.approx(chance)
@@ -174,13 +189,13 @@ def test_declarations(name: str) -> None:
 
 
 def test_token_counts() -> None:
-    tokens = {n: tasks.build(n).tokens(40) for n in NEW}
+    tokens = {n: tasks.build(n, {"train_max": 40}).tokens(40) for n in NEW}
     assert tokens == {
         "even_pairs": 41, "modular_arithmetic_brackets": 41, "stack_manipulation": 81, "solve_equation": 41,
         "missing_duplicate_string": 41, "odds_first": 80, "binary_multiplication": 80, "compute_sqrt": 60,
         "reverse_string": 80,
     }  # fmt: skip
-    assert tasks.build("compute_sqrt").tokens(7) == 11 and tasks.build("stack_manipulation").max_length() == 1001
+    assert tasks.build("compute_sqrt").tokens(7) == 11 and tasks.build("stack_manipulation", {"train_max": 40}).max_length() == 1001
 
 
 @pytest.mark.parametrize("name", NEW)
