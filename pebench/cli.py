@@ -156,10 +156,17 @@ def _database(args: argparse.Namespace) -> int:
     return 0 if state.kind == "current" else 1
 
 
-SPREAD_TASKS = "k_back,copy,reverse,sort,add_nocarry,long_range_match"
-SPREAD_COMMAND = (f"pytest suite --encoding nope,sinusoidal,learned,rope,alibi --task {SPREAD_TASKS} --seeds 3 "
-                  "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
-                  "-o pebench/data/seed_spread.json")
+SPREAD_TASKS = "k_back,copy,reverse,sort,add_nocarry,long_range_match,parity,modular_arithmetic"
+
+
+def spread_command(tasks: str = SPREAD_TASKS) -> str:
+    """The commands that measure the seed spread of ``tasks`` (comma-separated) and merge it into the shipped data."""
+    return (f"pytest suite --encoding nope,sinusoidal,learned,rope,alibi --task {tasks} --seeds 3 "
+            "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
+            "-o pebench/data/seed_spread.json")  # fmt: skip
+
+
+SPREAD_COMMAND = spread_command()
 
 
 def _seed_spread(args: argparse.Namespace) -> int:
@@ -178,21 +185,31 @@ def _seed_spread(args: argparse.Namespace) -> int:
     print("\n".join(spread_table(tasks)))
     if args.output:
         first = df.iloc[0]
-        data = {
-            "provenance": {
-                "what": "seed-to-seed standard deviation of one result's normalised score, pooled over the "
-                        "encodings and evaluated lengths of each task (pebench/analysis/noise.py)",
-                "run": int(first["run_id"]), "git_commit": first["run_git_commit"],
-                "git_dirty": bool(first["run_git_dirty"]),
-                "torch_version": first["run_torch_version"], "device": first["run_device"],
-                "measured": f"{first['run_started_at']:%Y-%m-%d}",
-                "written": dt.date.today().isoformat(), "regenerate": SPREAD_COMMAND,
-            },
-            "tasks": tasks,
+        provenance = {
+            "run": int(first["run_id"]), "git_commit": first["run_git_commit"],
+            "git_dirty": bool(first["run_git_dirty"]),
+            "torch_version": first["run_torch_version"], "device": first["run_device"],
+            "measured": f"{first['run_started_at']:%Y-%m-%d}",
+            "written": dt.date.today().isoformat(), "regenerate": spread_command(",".join(sorted(tasks))),
         }  # fmt: skip
-        Path(args.output).write_text(json.dumps(data, indent=1, default=str) + "\n")
-        print(f"wrote {args.output} ({len(tasks)} tasks)")
+        out = Path(args.output)
+        old = json.loads(out.read_text()).get("tasks", {}) if out.is_file() else {}
+        old_prov = json.loads(out.read_text()).get("provenance", {}) if out.is_file() else {}
+        kept = {name: {**entry, "provenance": entry.get("provenance") or {k: v for k, v in old_prov.items()
+                                                                            if k != "what"}}
+                for name, entry in old.items() if name not in tasks}  # fmt: skip
+        data = {
+            "provenance": {"what": SPREAD_WHAT, "regenerate": SPREAD_COMMAND},
+            "tasks": dict(sorted({**kept, **{t: {**e, "provenance": provenance} for t, e in tasks.items()}}.items())),
+        }
+        out.write_text(json.dumps(data, indent=1, default=str) + "\n")
+        print(f"wrote {args.output} ({len(tasks)} tasks measured in run {provenance['run']}, {len(kept)} kept)")
     return 0
+
+
+SPREAD_WHAT = ("seed-to-seed standard deviation of one result's normalised score, pooled over the encodings and "
+               "evaluated lengths of each task (pebench/analysis/noise.py); each task's provenance is the run that "
+               "measured it (pebench seed-spread -o merges: the run's tasks replace their entries, the others stay)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -70,7 +70,8 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def spread_data(path: Path | None = None) -> dict[str, Any]:
-    """The shipped seed-spread data: ``{"provenance": {...}, "tasks": {task: {"sigma", "protocol", ...}}}``."""
+    """The shipped seed-spread data: ``{"provenance": {"what", "regenerate"}, "tasks": {task: {"sigma", "protocol",
+    ..., "provenance": {run, commit, device, ...}}}}`` (each task: the provenance of the run that measured it)."""
     return _load(str(path or SPREAD_FILE))
 
 

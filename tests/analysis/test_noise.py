@@ -94,7 +94,15 @@ def test_seed_spread_command(tmp_path, capsys):
     out = tmp_path / "spread.json"
     assert main(["seed-spread", "--db", url, "-o", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["tasks"]["k_back"]["sigma"] == pytest.approx(0.2) and data["provenance"]["run"] == 1
+    assert data["tasks"]["k_back"]["sigma"] == pytest.approx(0.2) and data["tasks"]["k_back"]["provenance"]["run"] == 1
+    # writing into an existing file merges: the run's tasks replace their entries, the others keep theirs
+    data["tasks"]["copy"] = {**data["tasks"]["k_back"], "sigma": 0.05, "provenance": {"run": 7}}
+    data["tasks"]["k_back"]["sigma"] = 9.0
+    out.write_text(json.dumps(data))
+    assert main(["seed-spread", "--db", url, "-o", str(out)]) == 0
+    merged = json.loads(out.read_text())["tasks"]
+    assert merged["k_back"]["sigma"] == pytest.approx(0.2) and merged["copy"] == data["tasks"]["copy"]
+    assert "--task k_back " in merged["k_back"]["provenance"]["regenerate"]
     assert "k_back" in capsys.readouterr().out
     engine = store.open_db(url)  # a run of one seed: a one-line error naming the command that measures it
     run = store.start_run(engine, {"package_version": "0", "torch_version": "t", "python_version": "3",

@@ -154,7 +154,7 @@ DEFAULTS = {"even_pairs": (10, 1200), "odds_first": (10, 1200), "binary_multipli
             "compute_sqrt": (10, 1200), "reverse_string": (10, 1200), "stack_manipulation": (10, 1200),
             "modular_arithmetic_brackets": (6, 2400), "solve_equation": (6, 2400),
             "missing_duplicate_string": (8, 2400)}  # fmt: skip
-"""Version 2's defaults (training maximum, steps), chosen so that a core encoding learns each task (docs/defaults.md)."""
+"""Version 2 defaults (training maximum, steps): a core encoding learns each task (docs/defaults.md)."""
 
 
 @pytest.mark.parametrize("name", NEW)
@@ -195,7 +195,8 @@ def test_token_counts() -> None:
         "missing_duplicate_string": 41, "odds_first": 80, "binary_multiplication": 80, "compute_sqrt": 60,
         "reverse_string": 80,
     }  # fmt: skip
-    assert tasks.build("compute_sqrt").tokens(7) == 11 and tasks.build("stack_manipulation", {"train_max": 40}).max_length() == 1001
+    assert tasks.build("compute_sqrt").tokens(7) == 11
+    assert tasks.build("stack_manipulation", {"train_max": 40}).max_length() == 1001
 
 
 @pytest.mark.parametrize("name", NEW)
