@@ -34,7 +34,9 @@ def _list(args: argparse.Namespace) -> int:
         rows = encodings.describe()
         width = max(len(n) for n, _, _ in rows)
         for name, desc, paper in rows:
-            print(f"{name:<{width}}  {desc}  [{paper}]")
+            needs = sorted(encodings.get(name).needs)
+            extra = f"  (needs task annotations: {', '.join(needs)})" if needs else ""
+            print(f"{name:<{width}}  {desc}  [{paper}]{extra}")
     else:
         names = tasks.available()
         width = max(len(n) for n in names)
@@ -46,6 +48,7 @@ def _list(args: argparse.Namespace) -> int:
                 f"{name:<{width}}  train {train}, eval quick {_ranges(t.eval_lengths('quick'))} "
                 f"full {_ranges(t.eval_lengths('full'))}, {t.metric} ({'higher' if t.higher_is_better else 'lower'} "
                 f"is better), chance {t.chance_level:.3g}  -- {t.description}"
+                + (f"  (annotations: {', '.join(sorted(t.annotations))})" if t.annotations else "")
             )
     return 0
 

@@ -12,7 +12,12 @@ Encoding hooks with Python-side state keep working because they run on the host 
 (:meth:`~pebench.encodings.base.PositionalEncoding.on_step`, e.g. DroPE) is the same for every seed, and random
 training positions are drawn per seed from its own generator before the batched call. An encoding whose forward
 cannot run under ``vmap`` says so with :attr:`~pebench.encodings.base.PositionalEncoding.packable` = False and its
-seeds are trained one by one (:func:`packable`).
+seeds are trained one by one (:func:`packable`). So are those of an encoding that reads task annotations
+(:attr:`~pebench.encodings.base.PositionalEncoding.needs`: Abacus, position coupling): its
+:meth:`~pebench.encodings.base.PositionalEncoding.embed_annotations` draws its training offsets inside the forward
+pass from the seed's own positions generator, and one vmapped forward for K seeds has no per-seed generator to give
+it; a packed seed would then not follow its trajectory alone. The task's annotations are therefore not passed to
+the packed training forward (no packed encoding reads them); validation passes them as evaluation does.
 
 A seed whose loss or gradient norm becomes non-finite is recorded as ``diverged`` (at the next curve point, as
 alone); its slice of the stack goes on without affecting the others, whose gradients never mix with it.
@@ -45,8 +50,9 @@ from pebench.training import (
 
 
 def packable(model: Transformer) -> bool:
-    """Whether ``model``'s encoding can be trained packed (its forward runs under ``torch.func.vmap``)."""
-    return bool(model.encoding.packable)
+    """Whether ``model``'s encoding can be trained packed: its forward runs under ``torch.func.vmap`` and it reads no
+    task annotations (see the module docstring)."""
+    return bool(model.encoding.packable) and not model.encoding.needs
 
 
 def _stack_positions(positions: list[torch.Tensor]) -> tuple[torch.Tensor, int | None]:
@@ -80,8 +86,8 @@ def validation_sums(host: Transformer, val: Validation | None, stacked: dict[str
         return torch.zeros(0, device=next(iter(stacked.values())).device)
     own = {name: p[k].detach() for name, p in stacked.items()} | {name: b[k] for name, b in varying.items()}
 
-    def forward(inputs: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
-        return functional_call(host, own, (inputs, positions))
+    def forward(inputs: torch.Tensor, positions: torch.Tensor | None, annotations: Any = None) -> torch.Tensor:
+        return functional_call(host, own, (inputs, positions, annotations))
 
     return val.sums(host, forward, step)
 

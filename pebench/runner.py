@@ -24,7 +24,8 @@ from filelock import FileLock
 from pebench import encodings, tasks
 from pebench.device import pick_device, worker_device
 from pebench.encodings.base import EncodingContext
-from pebench.errors import PebenchError
+from pebench.encodings.registry import not_applicable
+from pebench.errors import ConfigError, PebenchError
 from pebench.hashing import config_hash, derive_seed
 from pebench.models import Transformer
 from pebench.packing import packable, train_packed
@@ -101,8 +102,8 @@ def attention_snapshot(
 
     The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
     from (seed, "attention", task, length), its positions as in evaluation (:func:`pebench.training.eval_positions`,
-    from a generator seeded from (seed, "attention positions", task, length)), then both are cut to ``n_tokens``:
-    attention is causal, so these rows equal the top-left block of the full sequence's maps.
+    from a generator seeded from (seed, "attention positions", task, length)), then both (and the task's annotations)
+    are cut to ``n_tokens``: attention is causal, so these rows equal the top-left block of the full sequence's maps.
     """
     gen = torch.Generator().manual_seed(derive_seed(seed, "attention", task.name, task.train_length))
     pos_gen = torch.Generator().manual_seed(derive_seed(seed, "attention positions", task.name, task.train_length))
@@ -111,7 +112,8 @@ def attention_snapshot(
     tokens = batch.inputs[:, :t].to(device)
     full = eval_positions(model, batch, pos_gen)
     positions = None if full is None else full[..., :t].to(device)
-    maps = model.attention_maps(tokens, positions, layer=-1)[0].float().cpu()  # (H, t, t)
+    notes = None if batch.annotations is None else {k: v[:, :t].to(device) for k, v in batch.annotations.items()}
+    maps = model.attention_maps(tokens, positions, layer=-1, annotations=notes)[0].float().cpu()  # (H, t, t)
     return attention.encode(maps.numpy(), len(model.blocks) - 1, tokens[0].tolist())
 
 
@@ -140,6 +142,18 @@ class Runner:
         if name not in self._tasks:
             self._tasks[name] = tasks.build(name, self.settings.task_options.get(name))
         return self._tasks[name]
+
+    def not_applicable(self, encoding: str, task: str) -> str | None:
+        """Why ``encoding`` cannot run on ``task`` as one line (it needs task annotations the task does not
+        provide, :func:`pebench.encodings.registry.not_applicable`); None when it can."""
+        return not_applicable(encoding, self.task(task))
+
+    def check_applicable(self, case: Case) -> None:
+        """Raise :class:`~pebench.errors.ConfigError` with the one-line reason when ``case``'s encoding cannot run
+        on its task (the suite skips such cases; building one directly is an error)."""
+        reason = self.not_applicable(case.encoding, case.task)
+        if reason is not None:
+            raise ConfigError(case.id, reason)
 
     def encoding_context(self, task: Task, encoding: str | None = None) -> EncodingContext:
         s = self.settings
@@ -229,6 +243,7 @@ class Runner:
 
     def build_model(self, case: Case) -> Transformer:
         """The untrained model of ``case``, initialised from its seed (the same weights however it is trained)."""
+        self.check_applicable(case)
         task = self.task(case.task)
         torch.manual_seed(case.seed)
         encoding = encodings.build(
@@ -293,8 +308,10 @@ class Runner:
     # -- running -----------------------------------------------------------------------------------------------
     def run(self, case: Case, timer: Timer | None = None) -> ResultRecord:
         """Train (or reuse) and evaluate ``case``; never raises for a training failure -- the record says so.
-        ``timer`` wraps the training call when this case trains its model."""
+        ``timer`` wraps the training call when this case trains its model. A case whose encoding cannot run on its
+        task (:meth:`check_applicable`) raises :class:`~pebench.errors.ConfigError`."""
         task = self.task(case.task)
+        self.check_applicable(case)
         task.check_length(case.length)
         enc_cls = encodings.get(case.encoding)
         config = self.describe(case)

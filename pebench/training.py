@@ -141,7 +141,11 @@ def train(
     progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     description: str = "train",
 ) -> TrainInfo:
-    """Train ``model`` on ``task`` in place. A non-finite loss stops training with status "diverged"."""
+    """Train ``model`` on ``task`` in place. A non-finite loss stops training with status "diverged".
+
+    Each step's forward gets the task's annotations and the positions generator, from which an encoding that reads
+    annotations draws its training offsets (:meth:`~pebench.encodings.base.PositionalEncoding.embed_annotations`);
+    no other encoding draws from it there, so their trajectories are unchanged."""
     from pebench.hashing import derive_seed
 
     model.to(device).train()
@@ -165,7 +169,7 @@ def train(
             model.set_step(step, cfg.steps)
             batch = training_batch(task, model, cfg.batch_size, gen, pos_gen, device)
             with precision_context(cfg.precision, device):
-                logits = model(batch.inputs, batch.positions)
+                logits = model(batch.inputs, batch.positions, batch.annotations, pos_gen)
             loss, correct, scored = masked_loss_and_correct(logits, batch.targets)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -199,20 +203,22 @@ def train(
 def training_batch(task: Task, model: Transformer, batch_size: int, gen: torch.Generator, pos_gen: torch.Generator,
                    device: torch.device) -> Batch:  # fmt: skip
     """One training batch on ``device``: drawn on the CPU from the task's seeded generator (so a seed gives the same
-    data on every device), positions from the encoding's :meth:`train_positions` unless the task sets them. On CUDA
-    it is copied from pinned memory without blocking, so the host draws the next batch while the GPU computes."""
+    data on every device), positions from the encoding's :meth:`train_positions` unless the task sets them, and the
+    task's annotations. On CUDA it is copied from pinned memory without blocking, so the host draws the next batch
+    while the GPU computes."""
     batch = task.sample_train(batch_size, gen)
     positions = batch.positions
     if positions is None:
         positions = model.encoding.train_positions(batch_size, batch.inputs.shape[1], pos_gen)
-    batch = Batch(batch.inputs, batch.targets, positions)
+    batch = Batch(batch.inputs, batch.targets, positions, batch.annotations)
     if device.type != "cuda":
         return batch.to(device)
 
     def move(t: torch.Tensor) -> torch.Tensor:
         return t.pin_memory().to(device, non_blocking=True)
 
-    return Batch(move(batch.inputs), move(batch.targets), move(batch.positions))  # type: ignore[arg-type]
+    ann = None if batch.annotations is None else {k: move(v) for k, v in batch.annotations.items()}
+    return Batch(move(batch.inputs), move(batch.targets), move(batch.positions), ann)  # type: ignore[arg-type]
 
 
 def read_back(values: torch.Tensor) -> list[float]:
@@ -317,9 +323,10 @@ class Validation:
     @torch.no_grad()
     def sums(self, module: torch.nn.Module, forward: Callable[..., torch.Tensor], step: int,
              model: Transformer | None = None) -> torch.Tensor:  # fmt: skip
-        """The :func:`batch_sums` of every length, on the device: ``forward(inputs, positions)`` gives the logits,
-        ``module`` is put in eval mode meanwhile (then back in train mode), ``model`` (default ``module``) is the one
-        whose encoding sets the evaluation length and draws positions."""
+        """The :func:`batch_sums` of every length, on the device: ``forward(inputs, positions, annotations)`` gives
+        the logits (annotations: the task's, None when it has none), ``module`` is put in eval mode meanwhile (then
+        back in train mode), ``model`` (default ``module``) is the one whose encoding sets the evaluation length and
+        draws positions."""
         from pebench.hashing import derive_seed
 
         model = model if model is not None else module  # type: ignore[assignment]
@@ -335,8 +342,10 @@ class Validation:
                 total = torch.zeros(5, dtype=dtype, device=self.device)
                 with eval_length(model, task.train_length, length):  # type: ignore[arg-type]
                     for cpu in task.eval_batches(length, self.n_samples, gen, task.eval_splits[0], self.batch_size):
-                        batch = Batch(cpu.inputs, cpu.targets, eval_positions(model, cpu, pos_gen)).to(self.device)
-                        total += batch_sums(forward(batch.inputs, batch.positions), batch.targets, dtype)
+                        batch = Batch(cpu.inputs, cpu.targets, eval_positions(model, cpu, pos_gen),
+                                      cpu.annotations).to(self.device)  # fmt: skip
+                        logits = forward(batch.inputs, batch.positions, batch.annotations)
+                        total += batch_sums(logits, batch.targets, dtype)
                 out.append(total)
         finally:
             module.train()
@@ -397,8 +406,8 @@ def evaluate(
     total = torch.zeros(5, dtype=dtype, device=device)
     with eval_length(model, task.train_length, length):
         for cpu_batch in task.eval_batches(length, n_samples, gen, split, batch_size):
-            cpu_batch = Batch(cpu_batch.inputs, cpu_batch.targets, eval_positions(model, cpu_batch, pos_gen))
-            batch = cpu_batch.to(device)
-            total += batch_sums(model(batch.inputs, batch.positions), batch.targets, dtype)
+            positions = eval_positions(model, cpu_batch, pos_gen)
+            batch = Batch(cpu_batch.inputs, cpu_batch.targets, positions, cpu_batch.annotations).to(device)
+            total += batch_sums(model(batch.inputs, batch.positions, batch.annotations), batch.targets, dtype)
     values = total.tolist()
     return {**metric_values(*values), "n_samples": int(values[4]), "n_scored": int(values[2])}

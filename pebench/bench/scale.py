@@ -79,7 +79,7 @@ def time_way(settings: Settings, encoding: str, task: str, seeds: int) -> dict[s
 
 
 def grid_projection(measured: Settings, measured_task: str, seconds_per_model: float) -> float:
-    """Seconds for the whole quick grid at the defaults (every encoding x every task, one seed) from
+    """Seconds for the whole quick grid at the defaults (every encoding x every task it applies to, one seed) from
     ``seconds_per_model`` measured on ``measured_task`` with the settings ``measured``: each task is scaled by its
     default training tokens (steps x longest training sequence) relative to the measured model's. Rough: attention
     cost grows faster than linearly with length, and evaluation is counted as in the measured task."""
@@ -88,8 +88,9 @@ def grid_projection(measured: Settings, measured_task: str, seconds_per_model: f
     total = 0.0
     for name in tasks.available():
         task = tasks.build(name)
-        total += seconds_per_model * Settings().train_config(task).steps * task.max_length() / base_tokens
-    return total * len(encodings.available())
+        runs = sum(encodings.not_applicable(e, task) is None for e in encodings.available())  # skipped: free
+        total += runs * seconds_per_model * Settings().train_config(task).steps * task.max_length() / base_tokens
+    return total
 
 
 def main(args: argparse.Namespace) -> int:

@@ -5,8 +5,10 @@ Adding an encoding: write ``pebench/encodings/<name>.py`` with a :class:`Positio
 """
 
 from pebench.encodings import (  # noqa: F401  (registry entries)
+    abacus,
     alibi,
     cope,
+    coupling,
     digits,
     drope,
     fire,
@@ -30,6 +32,7 @@ from pebench.encodings import (  # noqa: F401  (registry entries)
     xpos,
 )
 from pebench.encodings.base import EncodingContext, PositionalEncoding
-from pebench.encodings.registry import available, build, describe, get, register
+from pebench.encodings.registry import available, build, describe, get, not_applicable, register
 
-__all__ = ["EncodingContext", "PositionalEncoding", "available", "build", "describe", "get", "register"]
+__all__ = ["EncodingContext", "PositionalEncoding", "available", "build", "describe", "get", "not_applicable",
+           "register"]

@@ -3,6 +3,12 @@
 The model calls these hooks and never looks at an encoding's name:
 
 * :meth:`PositionalEncoding.embed` -- a vector added to the token embeddings (absolute encodings);
+* :meth:`PositionalEncoding.embed_annotations` -- a vector added to the token embeddings from the task's per-token
+  annotations (:attr:`pebench.tasks.base.Batch.annotations`), for encodings whose :attr:`~PositionalEncoding.needs`
+  names them (Abacus embeddings, position coupling). ``generator`` is the trainer's positions generator in training
+  (random training offsets are drawn from it) and None at evaluation, so an evaluation is deterministic. The model
+  calls it only when ``needs`` is not empty, and raises a one-line error when the batch lacks an annotation it
+  needs; the runner and the suite never pair such an encoding with a task that does not provide its annotations;
 * :meth:`PositionalEncoding.transform_qk` -- a transform of queries and keys given positions (rotary family); it may
   change their width (report it in :attr:`PositionalEncoding.qk_dim`);
 * :meth:`PositionalEncoding.attn_bias` -- an additive bias on the attention scores, per head, from positions and,
@@ -26,7 +32,9 @@ trained at when the user gives no ``--layers`` (None: the global default, 2). An
 positions inside the network, as NoPE does through causal attention, can ask for more blocks this way; the model and
 the runner read the number, never the encoding's name.
 
-Capabilities are class attributes, never name lists: :attr:`PositionalEncoding.position_indexed` says whether the
+Capabilities are class attributes, never name lists: :attr:`PositionalEncoding.needs` names the task annotations the
+encoding reads (keys of :data:`pebench.tasks.base.ANNOTATIONS`; an encoding whose needs a task does not provide does
+not apply to it); :attr:`PositionalEncoding.position_indexed` says whether the
 encoding reads the index positions (NoPE and CoPE do not; neither does the DroPE schedule);
 :attr:`PositionalEncoding.bias_shared_by_layers` says that :meth:`~PositionalEncoding.attn_bias` ignores ``q``, ``k``
 and ``layer``, so the model computes the bias (and its causal mask) once per forward pass and gives it to every
@@ -49,7 +57,8 @@ Each encoding names its :attr:`PositionalEncoding.family`, one of :data:`FAMILIE
 report draws one small chart per family); the model never reads it:
 
 * ``absolute`` -- a vector added to the token embeddings: sinusoidal, sinonly, learned, sininit, binary,
-  binary_norm, decimal, decimal_norm;
+  binary_norm, decimal, decimal_norm, and from task annotations abacus (the digit's index in its number) and coupling
+  (coupled position ids);
 * ``rotary`` -- q and k rotated by position-dependent angles: rope and its variants (pi, ntk, yarn, llama3, longrope,
   xpos, lrope, p_rope, partial_rope, the rope_nope hybrid), and pope (position-only phases on softplus magnitudes: a
   rotation of q and k, at twice the width);
@@ -67,7 +76,7 @@ A bias is ``(H, T, T)`` when positions are shared, so it is never materialised p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -140,6 +149,10 @@ class PositionalEncoding(nn.Module):
     custom_attention_weights: ClassVar[bool] = False
     """Whether :meth:`attention_weights` replaces softmax (stick-breaking attention). The model then computes the
     attention by blocks of query rows on every device (never through SDPA's softmax kernels)."""
+    needs: ClassVar[frozenset[str]] = frozenset()
+    """Names of the task annotations (:data:`pebench.tasks.base.ANNOTATIONS`) that :meth:`embed_annotations` reads;
+    empty: none (the hook is never called). Runs only on tasks whose :attr:`pebench.tasks.base.Task.annotations`
+    include them all."""
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__()
@@ -159,6 +172,14 @@ class PositionalEncoding(nn.Module):
 
     def embed(self, positions: Tensor) -> Tensor | None:
         """Vector added to token embeddings: ``(T, d_model)`` or ``(B, T, d_model)``; None for no addition."""
+        return None
+
+    def embed_annotations(self, annotations: Mapping[str, Tensor], generator: torch.Generator | None
+                          ) -> Tensor | None:  # fmt: skip
+        """Only for encodings with :attr:`needs`: a vector ``(B, T, d_model)`` added to the token embeddings (as
+        :meth:`embed`'s) from the task's annotations, name -> ``(B, T)`` int64 (every name of :attr:`needs` is there).
+        ``generator``: the trainer's positions generator in training, for random training offsets; None at evaluation
+        (no randomness). None for no addition."""
         return None
 
     def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
@@ -214,6 +235,15 @@ class PositionalEncoding(nn.Module):
         return {}
 
 
+class _InnerNeeds:
+    """A :class:`Wrapper`'s :attr:`~PositionalEncoding.needs`: its inner encoding's on an instance; on the class,
+    none, since wrappers wrap only encodings that need no annotations
+    (:func:`pebench.encodings.registry.wrappable`)."""
+
+    def __get__(self, obj: Wrapper | None, owner: type | None = None) -> frozenset[str]:
+        return frozenset() if obj is None else obj.inner.needs
+
+
 class Wrapper(PositionalEncoding):
     """An encoding built around another one, ``self.inner`` (set by the subclass's ``__init__``): every hook is
     forwarded to it, so a wrapper overrides only the hooks it changes."""
@@ -240,6 +270,8 @@ class Wrapper(PositionalEncoding):
     def custom_attention_weights(self) -> bool:  # type: ignore[override]
         return self.inner.custom_attention_weights
 
+    needs = _InnerNeeds()  # type: ignore[assignment]
+
     @property
     def qk_dim(self) -> int:
         return self.inner.qk_dim
@@ -250,6 +282,10 @@ class Wrapper(PositionalEncoding):
 
     def embed(self, positions: Tensor) -> Tensor | None:
         return self.inner.embed(positions)
+
+    def embed_annotations(self, annotations: Mapping[str, Tensor], generator: torch.Generator | None
+                          ) -> Tensor | None:  # fmt: skip
+        return self.inner.embed_annotations(annotations, generator)
 
     def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
         return self.inner.transform_qk(q, k, positions, layer)

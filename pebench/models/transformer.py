@@ -9,7 +9,7 @@ encoding it hosts: it only calls the hooks of :class:`pebench.encodings.Position
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
 import torch
@@ -279,7 +279,10 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    """Decoder-only LM. ``forward(tokens, positions=None)`` returns logits ``(B, T, vocab)``."""
+    """Decoder-only LM. ``forward(tokens, positions=None, annotations=None, generator=None)`` returns logits
+    ``(B, T, vocab)``. ``annotations`` are the task's per-token annotations (name -> ``(B, T)`` int64), read by
+    encodings that need some; ``generator`` is the trainer's positions generator in training (None at evaluation),
+    from which such an encoding draws its training offsets."""
 
     def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding) -> None:
         super().__init__()
@@ -320,7 +323,24 @@ class Transformer(nn.Module):
             )
         return positions
 
-    def hidden_states(self, tokens: Tensor, positions: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def _annotations(self, tokens: Tensor, annotations: Mapping[str, Tensor] | None) -> dict[str, Tensor]:
+        """The annotations the encoding needs, on the tokens' device; a one-line error when one is missing or is not
+        ``(B, T)``."""
+        out = {}
+        for name in sorted(self.encoding.needs):
+            value = None if annotations is None else annotations.get(name)
+            if value is None:
+                raise ValueError(f"encoding {self.encoding.name} needs the {name!r} annotation, which this batch does "
+                                 "not carry (its task does not provide it)")  # fmt: skip
+            if value.shape != tokens.shape:
+                want, got = tuple(tokens.shape), tuple(value.shape)
+                raise ValueError(f"annotation {name!r} must be (B, T) = {want}, got {got}")
+            out[name] = value.to(tokens.device)
+        return out
+
+    def hidden_states(self, tokens: Tensor, positions: Tensor | None = None,
+                      annotations: Mapping[str, Tensor] | None = None, generator: torch.Generator | None = None
+                      ) -> tuple[Tensor, Tensor]:  # fmt: skip
         """Residual stream entering the first block, and the positions used."""
         positions = self._positions(tokens, positions)
         x = self.embed(tokens)
@@ -329,19 +349,26 @@ class Transformer(nn.Module):
             if self.cfg.scale_embeddings:  # balance tokens against the added position vector (Vaswani et al. §3.4)
                 x = x * math.sqrt(self.cfg.d_model)
             x = x + pos_vec.to(x.dtype)
+        if self.encoding.needs:  # never scaled (see ModelConfig)
+            vec = self.encoding.embed_annotations(self._annotations(tokens, annotations), generator)
+            if vec is not None:
+                x = x + vec.to(x.dtype)
         return self.drop(x), positions
 
-    def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
-        x, positions = self.hidden_states(tokens, positions)
+    def forward(self, tokens: Tensor, positions: Tensor | None = None,
+                annotations: Mapping[str, Tensor] | None = None, generator: torch.Generator | None = None
+                ) -> Tensor:  # fmt: skip
+        x, positions = self.hidden_states(tokens, positions, annotations, generator)
         shared: dict[str, Tensor | None] = {}
         for block in self.blocks:
             x = block(x, positions, self.encoding, shared)
         return self.head(self.norm(x))
 
     @torch.no_grad()
-    def attention_maps(self, tokens: Tensor, positions: Tensor | None = None, layer: int = -1) -> Tensor:
-        """Attention probabilities ``(B, H, T, T)`` of ``layer`` (default the last)."""
-        x, positions = self.hidden_states(tokens, positions)
+    def attention_maps(self, tokens: Tensor, positions: Tensor | None = None, layer: int = -1,
+                       annotations: Mapping[str, Tensor] | None = None) -> Tensor:  # fmt: skip
+        """Attention probabilities ``(B, H, T, T)`` of ``layer`` (default the last), as at evaluation."""
+        x, positions = self.hidden_states(tokens, positions, annotations)
         layer = layer % len(self.blocks)
         for i, block in enumerate(self.blocks):
             if i == layer:

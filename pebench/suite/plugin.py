@@ -186,6 +186,8 @@ def _baseline(config: pytest.Config, state: SuiteState) -> Baseline | None:
     configs = {}
     for task_name in state.tasks:
         for enc_name in state.encodings:
+            if state.runner.not_applicable(enc_name, task_name) is not None:
+                continue  # skipped cases: nothing to compare
             cfg = state.runner.describe(Case(enc_name, task_name, state.runner.task(task_name).train_length))
             configs[(enc_name, task_name)] = (config_hash(cfg), cfg)
     if not _is_worker(config):
@@ -245,6 +247,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One case per (encoding, task, length, seed). An encoding that needs task annotations its task does not
+    provide (:meth:`pebench.runner.Runner.not_applicable`) gives skipped cases with the one-line reason: they write no
+    result, train nothing, and leave a selection of only such cases a passing run of skips."""
     if "pebench_case" not in metafunc.fixturenames:
         return
     state = metafunc.config.stash[STATE]
@@ -254,10 +259,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for task_name in state.tasks:
             task = state.runner.task(task_name)
             quick = set(task.eval_lengths("quick"))
+            reason = state.runner.not_applicable(enc_name, task_name)
             for length in collected_lengths(metafunc.config, task):
                 for seed in range(seeds):
                     case = Case(enc_name, task_name, length, seed)
                     marks = [pytest.mark.full]
+                    if reason is not None:
+                        marks.append(pytest.mark.skip(reason=reason))
                     if length in quick:
                         marks.append(pytest.mark.quick)
                     case_id = case.id if seeds == 1 else f"{case.id}-s{seed}"
@@ -288,6 +296,11 @@ def _case_of(item: pytest.Item) -> Case | None:
     return callspec.params.get("pebench_case") if callspec is not None else None
 
 
+def _runnable(state: SuiteState, case: Case | None) -> bool:
+    """Whether ``case`` is a case that runs (not one skipped because its encoding does not apply to its task)."""
+    return case is not None and state.runner.not_applicable(case.encoding, case.task) is None
+
+
 def _shard_items(state: SuiteState, items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item]]:
     """(this shard's items, the others) of ``items``, split by model (see :mod:`pebench.suite.sharding`)."""
     from pebench.suite.sharding import assign, model_costs
@@ -299,12 +312,13 @@ def _shard_items(state: SuiteState, items: list[pytest.Item]) -> tuple[list[pyte
         train = 3.0 * s.train_config(task).steps * s.batch_size * task.tokens(task.train_range[1])
         return train, float(s.eval_samples * task.tokens(length) * len(task.eval_splits))
 
-    cases = [c for c in map(_case_of, items) if c is not None]
+    cases = [c for c in map(_case_of, items) if _runnable(state, c)]
     shards = assign(model_costs(((c.encoding, c.task, c.length, c.seed) for c in cases), cost), state.shard.count)
     mine, other = [], []
     for item in items:
         case = _case_of(item)
-        keep = case is None or shards[(case.encoding, case.task)] == state.shard.index
+        # a skipped case (its encoding does not apply to its task) costs nothing: shard 1 reports it
+        keep = case is None or shards.get((case.encoding, case.task), 1) == state.shard.index
         (mine if keep else other).append(item)
     state.shard_models = sorted({m for m, i in shards.items() if i == state.shard.index})
     return mine, other
@@ -319,7 +333,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from pebench.suite.ray_executor import train_models
 
     state = config.stash[STATE]
-    cases = [c for c in map(_case_of, session.items) if c is not None]
+    cases = [c for c in map(_case_of, session.items) if _runnable(state, c)]
     try:
         state.executor_summary = train_models(state.runner, cases, config.getoption("ray_address")).summary()
     except PebenchError as err:

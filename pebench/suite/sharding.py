@@ -10,7 +10,8 @@ two shards. Each model's expected cost is estimated from what the run will do, i
 first, each to the shard with the least cost so far (ties: the lower shard; the longest-processing-time rule), so
 the N shards of the same selection are disjoint, cover every case, and have nearly equal cost. The split depends only
 on the selection and the settings, so N CI runners or a Slurm array (``--shard $SLURM_ARRAY_TASK_ID/N``) that run
-the same command agree on it.
+the same command agree on it. Cases collected as skipped because their encoding does not apply to their task (it
+needs task annotations the task lacks) cost nothing: they are left out of the balance and shard 1 reports them.
 """
 
 from __future__ import annotations

@@ -13,6 +13,12 @@ significant digit first (leading zeros allowed: every operand has exactly ``n`` 
     inputs  = a_1 .. a_n  PLUS  b_1 .. b_n  SEP  c_1 .. c_{n-1}
     targets = IGNORE x (2n + 1)                  c_1 .. c_n          (3n + 1 tokens)
 
+Annotations (every training and evaluation batch; 0 at padding; rules in
+:func:`~pebench.tasks.common.addition_annotations`): ``digit_index`` ``1 .. n`` along each operand and the sum, 0
+for ``PLUS`` and ``SEP``; ``coupled_position`` ``2 + j`` for a digit of significance ``j`` (``c_1``, ``a_1``,
+``b_1`` have ``j = n - 1``), 1 for ``PLUS`` and ``n + 2`` for ``SEP`` (the sum is written most significant first and
+has exactly ``n`` digits). ``n = 2``, ``1 2 + 3 4 = 4``: digit_index ``1 2 0 1 2 0 1``, coupled ``3 2 1 3 2 4 3``.
+
 Metric: exact match of the ``n`` sum digits. Chance level at the training maximum ``n = 5``: a predictor uniform over
 the ``10^5`` five-digit answers, ``1e-5``.
 """
@@ -21,8 +27,8 @@ from __future__ import annotations
 
 import torch
 
-from pebench.tasks.base import Batch
-from pebench.tasks.common import RangeTrainedTask, algorithmic_lengths, answer_layout
+from pebench.tasks.base import COUPLED_POSITION, DIGIT_INDEX, Batch
+from pebench.tasks.common import RangeTrainedTask, addition_annotations, algorithmic_lengths, answer_layout
 from pebench.tasks.registry import register
 
 TRAIN = (2, 5)
@@ -43,6 +49,7 @@ class AddNoCarry(RangeTrainedTask):
     min_length = 1
     pad_token = PAD
     quick_lengths, full_lengths = algorithmic_lengths(TRAIN, OOD)
+    annotations = frozenset({DIGIT_INDEX, COUPLED_POSITION})
 
     @property
     def vocab_size(self) -> int:
@@ -61,4 +68,7 @@ class AddNoCarry(RangeTrainedTask):
         pairs = PAIRS[torch.randint(0, len(PAIRS), (batch_size, length), generator=generator)]
         a, b = pairs[..., 0], pairs[..., 1]
         plus = torch.full((batch_size, 1), PLUS, dtype=torch.long)
-        return Batch(*answer_layout(torch.cat([a, plus, b], dim=1), a + b, SEP))
+        inputs, targets = answer_layout(torch.cat([a, plus, b], dim=1), a + b, SEP)
+        notes = addition_annotations(length, length, length, False, False, length)  # the same for every row
+        ann = {k: torch.tensor(v[: inputs.shape[1]]).expand(batch_size, -1).clone() for k, v in notes.items()}
+        return Batch(inputs, targets, annotations=ann)

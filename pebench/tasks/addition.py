@@ -32,12 +32,18 @@ predictor uniform over the ``18 * 10^{m-1} - 1`` possible sums of two ``m``-digi
 Lengths: training ``1 .. m``; out of distribution ``m + 1 .. 5m`` (McLeish et al.'s 20 -> 100 ratio). Quick tier:
 ``m``, ``m + 1``, ``2m``, ``4m`` and ``5m``; full tier every length ``1 .. 5m``.
 
-Digit structure. Abacus embeddings and position coupling index each digit by its significance (its place within its
-number). The :class:`~pebench.tasks.base.Batch` has no field for per-token annotations (its ``positions`` replace the
-positions of every encoding, so they are not a place for it), so the task sets none: the structure is in the tokens.
-Digits are the tokens ``0 .. 9`` and every number is a maximal run of them (``PLUS``, ``SEP`` and ``END`` delimit
-the runs); in ``reversed`` order a digit's significance is its index within its run (0 = units), in ``plain``
-order the number of digits after it in its run.
+Annotations (:data:`~pebench.tasks.base.DIGIT_INDEX` and :data:`~pebench.tasks.base.COUPLED_POSITION`, on every
+training and evaluation batch, 0 at padding; rules in :func:`~pebench.tasks.common.addition_annotations`):
+
+- ``digit_index`` (Abacus embeddings, McLeish et al.): each digit's 1-based index within its number as written, 0
+  for ``PLUS`` and ``SEP``. ``7 5 + 8 6 = 5 2 1`` (``reversed``): ``1 2 0 1 2 0 1 2 3``. In ``reversed`` order the
+  index is the significance plus one, as McLeish et al. need ("integers must be reversed"); in the other orders it
+  is only the place as written.
+- ``coupled_position`` (position coupling, Cho et al.): a digit of significance ``j`` gets ``2 + j`` in both
+  operands and the sum; ``PLUS`` gets 1; ``SEP`` gets 1 when the sum is reversed and ``m' + 3`` when it is
+  written most significant first (``m'`` the longer operand's digit count: the paper's zero-padded sum has
+  ``m' + 1`` digits). ``reversed``: ``7 5 + 8 6 = 5 2 1`` -> ``2 3 1 2 3 1 2 3 4``; ``reversed_sum``: ``5 7 + 6 8 =
+  5 2 1`` -> ``3 2 1 3 2 1 2 3 4``; ``plain``: ``5 7 + 6 8 = 1 2 5`` -> ``3 2 1 3 2 5 4 3 2``.
 """
 
 from __future__ import annotations
@@ -47,8 +53,14 @@ from typing import Any
 import torch
 
 from pebench.options import Option
-from pebench.tasks.base import Batch
-from pebench.tasks.common import RangeTrainedTask, algorithmic_lengths, list_layout, python_random
+from pebench.tasks.base import COUPLED_POSITION, DIGIT_INDEX, Batch
+from pebench.tasks.common import (
+    RangeTrainedTask,
+    addition_annotations,
+    algorithmic_lengths,
+    list_layout,
+    python_random,
+)
 from pebench.tasks.registry import register
 
 PLUS, SEP, END, PAD = 10, 11, 12, 13
@@ -77,6 +89,7 @@ class Addition(RangeTrainedTask):
     train_min = 1
     min_length = 1
     pad_token = PAD
+    annotations = frozenset({DIGIT_INDEX, COUPLED_POSITION})
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -105,7 +118,9 @@ class Addition(RangeTrainedTask):
         rev_sum = self.order != "plain"
         prompts = [[*decimal_digits(a, rev_operands), PLUS, *decimal_digits(b, rev_operands)] for a, b in pairs]
         answers = [[*decimal_digits(a + b, rev_sum), END] for a, b in pairs]
-        return list_layout(prompts, answers, SEP, PAD, width)
+        notes = [addition_annotations(len(str(a)), len(str(b)), len(str(a + b)), rev_operands, rev_sum,
+                                      max(len(str(a)), len(str(b))) + 1) for a, b in pairs]  # fmt: skip
+        return list_layout(prompts, answers, SEP, PAD, width, notes)
 
     def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
         self.check_length(length)

@@ -4,6 +4,22 @@ A task generates ``(inputs, targets)`` from a :class:`torch.Generator`; targets 
 is not scored. It declares its vocabulary size, training length, evaluation lengths per tier, metric (a name from
 :mod:`pebench.metrics`, which says what the score means), chance level and a version string (bump it whenever the
 generator changes so old results are not mixed with new ones).
+
+Annotations. A task may hand the model per-token integer annotations with each batch (:attr:`Batch.annotations`,
+``(B, T)`` int64, 0 at padding), named in its :attr:`Task.annotations`; an encoding that needs some
+(:attr:`pebench.encodings.base.PositionalEncoding.needs`) runs only on tasks that provide them. The names, each
+defined once here (:data:`ANNOTATIONS`):
+
+* :data:`DIGIT_INDEX` ``"digit_index"`` -- the 1-based index of a digit within its number as written (1 = the
+  number's first digit in the sequence), 0 for every token that is not a digit (McLeish et al., "Transformers Can Do
+  Arithmetic with the Right Embeddings", NeurIPS 2024, arXiv:2405.17399: Abacus embeddings);
+* :data:`COUPLED_POSITION` ``"coupled_position"`` -- Cho et al.'s coupled position id ("Position Coupling: Improving
+  Length Generalization of Arithmetic Transformers Using Task Structure", NeurIPS 2024, arXiv:2405.20671): tokens
+  that play the same part in the task (digits of equal significance in the operands and the answer) share one id,
+  the first id is 1, and 0 marks tokens without one (padding). The rule of each task is in its docstring
+  (:func:`pebench.tasks.common.addition_annotations` for the additions).
+
+Every batch of such a task carries them, in training and at evaluation, with the shape of ``inputs``.
 """
 
 from __future__ import annotations
@@ -24,17 +40,32 @@ IGNORE = -100
 
 TIERS = ("quick", "full")
 
+DIGIT_INDEX = "digit_index"
+"""Annotation: 1-based index of a digit within its number as written, 0 for non-digits (see the module docstring)."""
+COUPLED_POSITION = "coupled_position"
+"""Annotation: Cho et al.'s coupled position id, 1 and up; 0 for padding (see the module docstring)."""
+ANNOTATIONS: dict[str, str] = {
+    DIGIT_INDEX: "1-based index of a digit within its number as written; 0 for non-digits (Abacus embeddings)",
+    COUPLED_POSITION: "position id shared by the digits of equal significance in operands and answer (position "
+    "coupling); 0 for padding",
+}
+"""Every annotation name a task may provide, with a one-line description."""
+
+
 @dataclass
 class Batch:
-    """``inputs`` and ``targets`` are ``(B, T)`` int64 tensors; ``positions`` overrides 0..T-1 when set."""
+    """``inputs`` and ``targets`` are ``(B, T)`` int64 tensors; ``positions`` overrides 0..T-1 when set;
+    ``annotations`` are the task's per-token annotations, name -> ``(B, T)`` int64 (see the module docstring)."""
 
     inputs: Tensor
     targets: Tensor
     positions: Tensor | None = None
+    annotations: dict[str, Tensor] | None = None
 
     def to(self, device: torch.device | str) -> Batch:
         pos = None if self.positions is None else self.positions.to(device)
-        return Batch(self.inputs.to(device), self.targets.to(device), pos)
+        ann = None if self.annotations is None else {k: v.to(device) for k, v in self.annotations.items()}
+        return Batch(self.inputs.to(device), self.targets.to(device), pos, ann)
 
 
 class Task:
@@ -58,6 +89,10 @@ class Task:
 
     default_steps: ClassVar[int | None] = None
     """Training steps this task needs at the default model when the user gives no ``--steps`` (None: global)."""
+
+    annotations: ClassVar[frozenset[str]] = frozenset()
+    """Names (keys of :data:`ANNOTATIONS`) of the per-token annotations every batch of this task carries in
+    :attr:`Batch.annotations` (training and evaluation); documented in the task's docstring."""
 
     def __init__(self, **options: Any) -> None:
         self.opts: dict[str, Any] = resolve(f"task {self.name}", self.options, options)

@@ -15,6 +15,12 @@ termination token (the paper's zero padding after it is unscored; here it is ``P
 The sum has at most ``n - 1`` bits, so a sequence is padded to ``2n`` tokens. Lengths 1 and 2 cannot hold an
 expression: training draws ``n`` from 3..``train_max``. Chance level 1/3 (uniform over the output symbols 0, 1, END).
 
+Annotations (every training and evaluation batch; 0 at padding; rules in
+:func:`~pebench.tasks.common.addition_annotations`, with bits as digits): ``digit_index`` ``1, 2, ..`` along each
+operand and the sum (the bit's significance plus one, everything being little-endian), 0 for ``PLUS`` and ``SEP``;
+``coupled_position`` ``2 + j`` for a bit of significance ``j`` in either operand or the sum, 1 for ``PLUS`` and
+``SEP``. ``001 + 01101``: digit_index ``1 2 3 0 1 2 3 4 5 0 1 ..``, coupled ``2 3 4 1 2 3 4 5 6 1 2 ..``.
+
 Defaults (version 2): training lengths 3..16 (``train_max=16``) and 1200 steps. At the papers' 3..40 every core
 encoding stayed at 0.54-0.57 with 600 steps (chance 1/3) and RoPE reached 0.69 with 2400; at 3..16 and 1200 steps
 sinusoidal reaches 0.93 and RoPE 0.87 (docs/defaults.md). The papers' protocol is
@@ -25,8 +31,8 @@ from __future__ import annotations
 
 import torch
 
-from pebench.tasks.base import IGNORE, Batch
-from pebench.tasks.common import ChomskyTask, train_max_option
+from pebench.tasks.base import COUPLED_POSITION, DIGIT_INDEX, IGNORE, Batch
+from pebench.tasks.common import ChomskyTask, addition_annotations, train_max_option
 from pebench.tasks.registry import register
 
 PLUS, END, SEP, PAD = 2, 3, 4, 5
@@ -59,6 +65,7 @@ class BinaryAddition(ChomskyTask):
     default_steps = 1200  # version 2: see the module docstring
     min_length = 3
     pad_token = PAD
+    annotations = frozenset({DIGIT_INDEX, COUPLED_POSITION})
 
     @property
     def vocab_size(self) -> int:
@@ -82,6 +89,7 @@ class BinaryAddition(ChomskyTask):
         inputs = torch.full((batch_size, width), PAD, dtype=torch.long)
         targets = torch.full((batch_size, width), IGNORE, dtype=torch.long)
         splits = torch.randint(1, length - 1, (batch_size,), generator=generator).tolist()
+        ann = {name: torch.zeros((batch_size, width), dtype=torch.long) for name in sorted(self.annotations)}
         for row, n1 in enumerate(splits):
             x = random_operand_bits(n1, generator)
             y = random_operand_bits(length - 1 - n1, generator)
@@ -89,4 +97,7 @@ class BinaryAddition(ChomskyTask):
             seq = [*x, PLUS, *y, SEP, *answer[:-1]]
             inputs[row, : len(seq)] = torch.tensor(seq)
             targets[row, length : length + len(answer)] = torch.tensor(answer)
-        return Batch(inputs, targets)
+            notes = addition_annotations(len(x), len(y), len(answer) - 1, True, True, max(len(x), len(y)) + 1)
+            for name, values in ann.items():
+                values[row, : len(seq)] = torch.tensor(notes[name])
+        return Batch(inputs, targets, annotations=ann)

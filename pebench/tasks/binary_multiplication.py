@@ -15,10 +15,15 @@ Tokens: bits ``0``, ``1``, ``TIMES = 2``, ``END = 3``, ``SEP = 4``, ``PAD = 5``.
 
 The product has at most ``n_1 + n_2 = n - 1`` bits, so a sequence is padded to ``2n`` tokens. Lengths 1 and 2 cannot
 hold an expression: training draws ``n`` from 3..``train_max``. Chance level 1/3 (uniform over 0, 1, END).
+
+Annotations: ``digit_index`` as in :mod:`~pebench.tasks.binary_addition` (every training and evaluation batch); no
+``coupled_position``: Cho et al. couple a multiplication's digits by another rule than an addition's (their N x 2
+multiplication), which is not implemented here.
 """
 
 from __future__ import annotations
 
+from pebench.tasks.base import DIGIT_INDEX
 from pebench.tasks.binary_addition import BinaryAddition
 from pebench.tasks.common import train_max_option
 from pebench.tasks.registry import register
@@ -33,6 +38,7 @@ class BinaryMultiplication(BinaryAddition):
     description = "product of two little-endian binary numbers, n = x * y tokens (train n 3-10; papers: 3-40); accuracy"
     options = {"train_max": train_max_option(10)}
     default_steps = 1200
+    annotations = frozenset({DIGIT_INDEX})
 
     def combine(self, x: int, y: int) -> int:
         return x * y

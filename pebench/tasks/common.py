@@ -15,7 +15,7 @@ targets. Right padding never changes a causal model's outputs at the real tokens
 
 Length ranges. Tasks trained on a range of lengths (:class:`RangeTrainedTask`) draw each training sequence's length
 uniformly from the range, generate each length group with :meth:`Task.sample`, and pad the batch to its longest
-sequence.
+sequence. Annotations (:attr:`Batch.annotations`) are padded with 0 like the inputs with ``PAD``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from torch import Tensor
 
 from pebench.errors import OptionError
 from pebench.options import Option
-from pebench.tasks.base import IGNORE, Batch, Task, check_tier
+from pebench.tasks.base import COUPLED_POSITION, DIGIT_INDEX, IGNORE, Batch, Task, check_tier
 
 
 def answer_layout(prompt: Tensor, answer: Tensor, sep: int) -> tuple[Tensor, Tensor]:
@@ -40,16 +40,64 @@ def answer_layout(prompt: Tensor, answer: Tensor, sep: int) -> tuple[Tensor, Ten
     return inputs, targets
 
 
-def list_layout(prompts: list[list[int]], answers: list[list[int]], sep: int, pad: int, width: int) -> Batch:
+def list_layout(prompts: list[list[int]], answers: list[list[int]], sep: int, pad: int, width: int,
+                annotations: list[dict[str, list[int]]] | None = None) -> Batch:  # fmt: skip
     """The :func:`answer_layout` of sequences built as Python lists (prompts and answers may differ in length from
-    row to row), each right-padded to ``width`` tokens with ``pad`` inputs and :data:`IGNORE` targets."""
+    row to row), each right-padded to ``width`` tokens with ``pad`` inputs and :data:`IGNORE` targets. ``annotations``
+    (one dict per row, each list at least as long as the row's inputs) become the batch's annotations, cut to the
+    row's inputs and padded with 0."""
     inputs = torch.full((len(prompts), width), pad, dtype=torch.long)
     targets = torch.full((len(prompts), width), IGNORE, dtype=torch.long)
+    names = sorted(annotations[0]) if annotations else []
+    ann = {name: torch.zeros((len(prompts), width), dtype=torch.long) for name in names}
     for row, (prompt, answer) in enumerate(zip(prompts, answers, strict=True)):
         seq = [*prompt, sep, *answer[:-1]]
         inputs[row, : len(seq)] = torch.tensor(seq)
         targets[row, len(prompt) : len(prompt) + len(answer)] = torch.tensor(answer)
-    return Batch(inputs, targets)
+        for name in names:
+            ann[name][row, : len(seq)] = torch.tensor(annotations[row][name][: len(seq)])  # type: ignore[index]
+    return Batch(inputs, targets, annotations=ann or None)
+
+
+def addition_annotations(len_a: int, len_b: int, len_sum: int, operands_reversed: bool, sum_reversed: bool,
+                         sum_width: int) -> dict[str, list[int]]:  # fmt: skip
+    """:data:`DIGIT_INDEX` and :data:`COUPLED_POSITION` of the written addition ``a PLUS b SEP c`` (``len_a``,
+    ``len_b`` and ``len_sum`` digits; the ``END`` after ``c`` is a target only, never an input), one entry per token.
+
+    ``digit_index`` (McLeish et al. 2024, arXiv:2405.17399, Abacus embeddings): 1, 2, .. along each number as it is
+    written, 0 for ``PLUS`` and ``SEP``.
+
+    ``coupled_position`` (Cho et al. 2024, arXiv:2405.20671), the rule of their reference code
+    (github.com/HanseulJo/position-coupling: ``src/data/addition.py``, ``AdditionDatasetWithCoupledPositions``, and
+    ``src/tokenization/tokenization.py``, ``tokenize_for_decoder``), with the start id ``s = 1`` (the evaluation
+    value; the encoding adds the training offset, :mod:`pebench.encodings.coupling`):
+
+    * a digit of significance ``j`` (0 = units) gets ``s + 1 + j`` in both operands and in the sum, whatever the
+      order it is written in, so digits of equal significance share an id;
+    * ``PLUS`` gets ``s``;
+    * ``SEP`` (the ``=``) gets ``s`` when the sum is written least significant digit first, and
+      ``s + sum_width + 1`` when it is written most significant first (``sum_width``: the sum's width in the paper's
+      format, which zero-pads the sum to one digit more than the longer operand, so the id depends on the operands
+      only and never gives away the sum's length). This is the one-token shift of next-token prediction: the token
+      that predicts a sum digit (``SEP`` for the first, else the previous sum digit) carries the id one step before
+      that digit's, ``s + j`` for the digit ``s + 1 + j`` written least significant first, ``s + 2 + j`` written
+      most significant first;
+    * ``BOS``, ``EOS`` and padding get 0 in the reference code; here there is no ``BOS``, ``END`` is never an input
+      and padding is 0 (:func:`list_layout`).
+
+    The reference zero-pads both operands to the longer one's length; pebench's tasks do not, which changes no id
+    of an existing digit (ids follow significance), only leaves out those of the padding zeros."""
+
+    def significance(n: int, least_first: bool) -> list[int]:
+        return list(range(n)) if least_first else list(range(n - 1, -1, -1))
+
+    def ids(n: int, least_first: bool) -> list[int]:
+        return [2 + j for j in significance(n, least_first)]  # s + 1 + j with s = 1
+
+    eq = 1 if sum_reversed else sum_width + 2
+    coupled = [*ids(len_a, operands_reversed), 1, *ids(len_b, operands_reversed), eq, *ids(len_sum, sum_reversed)]
+    index = [*range(1, len_a + 1), 0, *range(1, len_b + 1), 0, *range(1, len_sum + 1)]
+    return {DIGIT_INDEX: index, COUPLED_POSITION: coupled}
 
 
 def python_random(generator: torch.Generator) -> random.Random:
@@ -68,14 +116,20 @@ def pad_to(batch: Batch, width: int, pad: int) -> Batch:
     b = batch.inputs.shape[0]
     inputs = torch.cat([batch.inputs, torch.full((b, extra), pad, dtype=torch.long)], dim=1)
     targets = torch.cat([batch.targets, torch.full((b, extra), IGNORE, dtype=torch.long)], dim=1)
-    return Batch(inputs, targets)
+    ann = None
+    if batch.annotations is not None:
+        ann = {k: torch.cat([v, torch.zeros((b, extra), dtype=v.dtype)], dim=1) for k, v in batch.annotations.items()}
+    return Batch(inputs, targets, annotations=ann)
 
 
 def concat_padded(batches: list[Batch], pad: int) -> Batch:
-    """Stack batches of different widths into one, right-padding each to the widest."""
+    """Stack batches of different widths into one, right-padding each to the widest (annotations with 0)."""
     width = max(b.inputs.shape[1] for b in batches)
     padded = [pad_to(b, width, pad) for b in batches]
-    return Batch(torch.cat([b.inputs for b in padded]), torch.cat([b.targets for b in padded]))
+    ann = None
+    if padded[0].annotations is not None:
+        ann = {k: torch.cat([b.annotations[k] for b in padded]) for k in padded[0].annotations}  # type: ignore[index]
+    return Batch(torch.cat([b.inputs for b in padded]), torch.cat([b.targets for b in padded]), annotations=ann)
 
 
 class RangeTrainedTask(Task):

@@ -43,7 +43,7 @@ def test_resolve_names_checks_every_name():
     assert "parity" in resolve_names("all", "task")
     with pytest.raises(UnknownNameError, match="valid tasks: add_nocarry"):
         resolve_names("copy,nonesuch", "task")
-    with pytest.raises(PebenchError, match="' , ' names no encoding; valid encodings: alibi, "):
+    with pytest.raises(PebenchError, match="' , ' names no encoding; valid encodings: abacus, alibi, "):
         resolve_names(" , ", "encoding")
     with pytest.raises(PebenchError, match="task 'copy' is listed twice"):
         resolve_names("copy,sort,copy", "task")

@@ -58,10 +58,13 @@ ABSOLUTE = [
     "randomized_learned",
 ]  # fmt: skip
 MIXED = ["fire"]  # relative while every position is below its threshold L, absolute beyond (tested below)
+ANNOTATED = ["abacus", "coupling"]  # read the task's annotations, never the positions: no shift test here (they need
+# annotated batches; their embeddings are tested on them in tests/encodings/test_annotation_encodings.py)
 
 
 def test_every_encoding_is_classified():
-    assert sorted(RELATIVE + ABSOLUTE + MIXED) == encodings.available()
+    assert sorted(RELATIVE + ABSOLUTE + MIXED + ANNOTATED) == encodings.available()
+    assert [n for n in encodings.available() if encodings.get(n).needs] == ANNOTATED
 
 
 @pytest.mark.parametrize("name", RELATIVE)

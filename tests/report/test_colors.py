@@ -27,8 +27,9 @@ def test_no_pale_yellow_and_one_colour_per_encoding():
     for _, members in families.grouped(names):  # the lines of one small chart: any 8 of them different hues
         hues = [colors.PALETTE.index(assigned[n]) % 8 for n in members]
         assert all(len(set(hues[i : i + 8])) == len(hues[i : i + 8]) for i in range(len(hues)))
-    many = colors.encoding_colors([f"enc{i:02d}" for i in range(40)])  # beyond the palette: darkened hues
-    assert len(set(many.values())) == 40 and min(colors.contrast(c) for c in many.values()) >= colors.MIN_CONTRAST
+    assert len(set(colors.PALETTE)) == len(colors.PALETTE) >= len(names)
+    many = colors.encoding_colors([f"enc{i:02d}" for i in range(48)])  # beyond the palette: darkened hues
+    assert len(set(many.values())) == 48 and min(colors.contrast(c) for c in many.values()) >= colors.MIN_CONTRAST
 
 
 def test_families_order_and_unknown_names():
