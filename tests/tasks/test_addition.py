@@ -75,7 +75,7 @@ def test_worked_examples() -> None:
 
 
 def test_training_draws_every_pair_of_operand_lengths_equally() -> None:
-    task = tasks.build("addition")
+    task = tasks.build("addition", {"train_max": 5})
     pairs: Counter = Counter()
     for seed in range(40):
         pairs.update((len(a), len(b)) for a, b in check(task.sample_train(64, gen(seed)), "reversed"))
@@ -88,7 +88,7 @@ def test_training_draws_every_pair_of_operand_lengths_equally() -> None:
 
 def test_carries_are_frequent() -> None:
     # unlike add_nocarry, most sums carry: at 5 digits about 1 - 0.55^5 = 0.95 of the pairs have a carry
-    batch = tasks.build("addition").sample(2000, 5, gen(4))
+    batch = tasks.build("addition", {"train_max": 5}).sample(2000, 5, gen(4))
     ops = check(batch, "reversed")
     carry = sum(any(int(p) + int(q) >= 10 for p, q in zip(a[::-1], b[::-1], strict=True)) for a, b in ops)
     assert carry / 2000 > 0.9
@@ -101,19 +101,21 @@ def test_carries_are_frequent() -> None:
 def test_declarations() -> None:
     from pebench.settings import Settings
 
-    task = tasks.build("addition")
+    task = tasks.build("addition", {"train_max": 5})
     assert task.train_range == (1, 5) and task.train_length == 5
     assert task.eval_lengths("quick") == [5, 6, 10, 20, 25] and task.eval_lengths("full") == list(range(1, 26))
     assert task.tokens(5) == 18 and task.max_length() == 78 and task.vocab_size == 14
-    assert task.metric == "exact_match" and task.higher_is_better and task.version == "1"
+    assert task.metric == "exact_match" and task.higher_is_better
     assert "2405.17399" in task.paper and "2405.20671" in task.paper
     assert task.chance_level == pytest.approx(1 / 179_999)  # sums of two 5-digit numbers: 20000 .. 199998
     assert tasks.build("addition", {"train_max": 1}).chance_level == pytest.approx(1 / 17)  # 2 .. 18
-    assert Settings().train_config(task).steps == 1200
+    default = tasks.build("addition")  # version 2: 1-3 digits, 2400 steps (docs/defaults.md)
+    assert default.version == "2" and default.train_range == (1, 3)
+    assert default.eval_lengths("quick") == [3, 4, 6, 12, 15] and Settings().train_config(default).steps == 2400
+    assert default.config()["options"] == {"train_max": 3, "digits": "reversed"}
     mcleish = tasks.build("addition", {"train_max": 20})  # the paper's protocol: 1-20 digits, OOD to 100
     assert mcleish.train_range == (1, 20) and mcleish.eval_lengths("quick") == [20, 21, 40, 80, 100]
     assert mcleish.eval_lengths("full") == list(range(1, 101))
-    assert task.config()["options"] == {"train_max": 5, "digits": "reversed"}
 
 
 def test_bad_input() -> None:
