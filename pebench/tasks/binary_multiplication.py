@@ -19,6 +19,11 @@ hold an expression: training draws ``n`` from 3..``train_max``. Chance level 1/3
 Annotations: ``digit_index`` as in :mod:`~pebench.tasks.binary_addition` (every training and evaluation batch); no
 ``coupled_position``: Cho et al. couple a multiplication's digits by another rule than an addition's (their N x 2
 multiplication), which is not implemented here.
+
+Defaults (version 2): training lengths 3..10 (``train_max=10``) and 1200 steps, so that the default model learns the
+task in distribution (one seed, accuracy at 10: NoPE 0.94, sinusoidal 0.86, learned 0.80, RoPE 0.90, ALiBi 0.88;
+docs/defaults.md). At the papers' 3..40 with the global 600 steps RoPE reached 0.55 at 40. The papers' protocol is
+``--task-options binary_multiplication:train_max=40 --steps 600``.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ Example (paper): ``0 1 1 0 PUSH1 POP POP -> 1 1 0 END``.
 
 The final stack has at most ``n`` bits (every token of the input adds at most one), so a sequence is padded to
 ``2n + 1`` tokens. Chance level 1/3 (uniform over the output symbols 0, 1, END).
+
+Defaults (version 2): training lengths 1..10 (``train_max=10``) and 1200 steps, so that the default model learns the
+task in distribution (one seed, accuracy at 10: NoPE 0.99, sinusoidal 0.99, learned 0.98, RoPE 0.92, ALiBi 0.93;
+docs/defaults.md). At the papers' 1..40 with the global 600 steps RoPE reached 0.66 at 40. The papers' protocol is
+``--task-options stack_manipulation:train_max=40 --steps 600``.
 """
 
 from __future__ import annotations
