@@ -18,7 +18,7 @@ def test_inapplicable_cases_are_collected_as_skips(run_suite, tmp_path):
     assert proc.returncode == 0, proc.output
     ids = [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "::test_case[" in line]
     assert ids == [*(f"abacus-k_back-L{n}" for n in (64, 128, 256)),
-                   *(f"abacus-addition-L{n}" for n in (5, 6, 10, 20, 25))]  # fmt: skip
+                   *(f"abacus-addition-L{n}" for n in (3, 4, 6, 12, 15))]  # fmt: skip
     shards = []
     for i in (1, 2):
         out = run_suite("--collect-only", "--encoding", "abacus,rope", "--task", "k_back,addition", "--shard",
@@ -32,14 +32,14 @@ def test_inapplicable_cases_are_collected_as_skips(run_suite, tmp_path):
 
 def test_a_run_skips_them_and_runs_the_rest(run_suite, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    proc = run_suite("--encoding", "abacus,coupling", "--task", "k_back,addition", "-k", "L64 or L5", "--steps", "2",
+    proc = run_suite("--encoding", "abacus,coupling", "--task", "k_back,addition", "-k", "L64 or L3", "--steps", "2",
                      "--db", url, "--no-cache", "-rs", *tiny, inprocess=True)  # fmt: skip
     assert proc.returncode == 0, proc.output
     assert "2 passed, 2 skipped" in proc.stdout
     assert REASON in proc.stdout
     assert "coupling needs coupled_position annotations, which task k_back does not provide" in proc.stdout
     df = load(url)
-    assert sorted(df["case_id"]) == ["abacus-addition-L5", "coupling-addition-L5"]
+    assert sorted(df["case_id"]) == ["abacus-addition-L3", "coupling-addition-L3"]
     assert set(df["status"]) == {"ok"}
     assert "run 1: 2 results (2 ok)" in proc.stdout
 
