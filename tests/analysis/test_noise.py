@@ -56,7 +56,10 @@ def test_the_spread_applies_only_to_the_configuration_it_was_measured_with():
     shipped = noise.spread_data()
     assert "provenance" in shipped and shipped["provenance"]["regenerate"].startswith("pytest suite")
     for entry in shipped["tasks"].values():
-        assert 0 <= entry["sigma"] <= entry["max_sd"] <= 0.5 and entry["seeds"] >= 3
+        # 3 normalised scores in about [0, 1] have a standard deviation of at most sqrt(1/3) = 0.577 (0, 1, 1), which
+        # a task where a model finds the rule in some seeds only comes close to (parity, ALiBi: 0.48, 1.00, 0.93)
+        assert 0 <= entry["sigma"] <= entry["max_sd"] <= 0.6 and entry["seeds"] >= 3
+        assert entry["provenance"]["git_commit"] and entry["provenance"]["regenerate"].startswith("pytest suite")
 
 
 def _row(enc, length, seed, score, config=CONFIG, status="ok"):
