@@ -24,7 +24,7 @@ from pebench.runner import Case, Runner
 from pebench.settings import Settings
 
 SLOW_STARTERS = {"sinusoidal", "sininit", "binary_norm", "decimal_norm"}
-COMMON = dict(eval_samples=64, device="cpu", progress=False)
+COMMON = dict(eval_samples=64, device="cpu", progress=False, val_batches=0)  # validation is tested in tests/model
 SMALL = Settings(steps=60, d_model=64, n_heads=4, n_layers=2, batch_size=32, **COMMON)
 DEFAULT_MODEL = Settings(steps=80, **COMMON)  # the suite's default model and batch
 
