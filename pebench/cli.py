@@ -164,7 +164,9 @@ SPREAD_TASKS = "k_back,copy,reverse,sort,add_nocarry,long_range_match,parity,mod
 
 def spread_command(tasks: str = SPREAD_TASKS) -> str:
     """The commands that measure the seed spread of ``tasks`` (comma-separated) and merge it into the shipped data."""
-    return (f"pytest suite --encoding nope,sinusoidal,learned,rope,alibi --task {tasks} --seeds 3 "
+    from pebench.bench.tasks import CORE_ENCODINGS
+
+    return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks} --seeds 3 "
             "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
             "-o pebench/data/seed_spread.json")  # fmt: skip
 
@@ -196,11 +198,10 @@ def _seed_spread(args: argparse.Namespace) -> int:
             "written": dt.date.today().isoformat(), "regenerate": spread_command(",".join(sorted(tasks))),
         }  # fmt: skip
         out = Path(args.output)
-        old = json.loads(out.read_text()).get("tasks", {}) if out.is_file() else {}
-        old_prov = json.loads(out.read_text()).get("provenance", {}) if out.is_file() else {}
-        kept = {name: {**entry, "provenance": entry.get("provenance") or {k: v for k, v in old_prov.items()
-                                                                            if k != "what"}}
-                for name, entry in old.items() if name not in tasks}  # fmt: skip
+        previous = json.loads(out.read_text()) if out.is_file() else {}
+        old_prov = {k: v for k, v in previous.get("provenance", {}).items() if k != "what"}  # a file-level one
+        kept = {name: {**entry, "provenance": entry.get("provenance") or old_prov}
+                for name, entry in previous.get("tasks", {}).items() if name not in tasks}  # fmt: skip
         data = {
             "provenance": {"what": SPREAD_WHAT, "regenerate": SPREAD_COMMAND},
             "tasks": dict(sorted({**kept, **{t: {**e, "provenance": provenance} for t, e in tasks.items()}}.items())),
