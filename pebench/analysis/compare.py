@@ -131,6 +131,7 @@ class Comparison:
     only_in_base: list[str] = field(default_factory=list)
     only_in_current: list[str] = field(default_factory=list)
     incompatible: list[str] = field(default_factory=list)
+    devices: tuple[str, str] | None = None  # (base, current) when the runs' devices differ
 
     @property
     def regressions(self) -> list[CaseComparison]:
@@ -157,6 +158,7 @@ class Comparison:
             "only_in_base": self.only_in_base,
             "only_in_current": self.only_in_current,
             "incompatible": self.incompatible,
+            "devices": list(self.devices) if self.devices else None,
         }
 
 
@@ -222,6 +224,10 @@ def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, b
             f"({len(out.incompatible)} differ, e.g. {example})"
         )
     out.speed = _compare_speed(base, current, {(c.encoding, c.task) for c in out.cases}, tol)
+    devices = tuple(", ".join(sorted(set(map(str, df["run_device"])))) if "run_device" in df else "?"
+                    for df in (base, current))  # fmt: skip
+    if devices[0] != devices[1]:
+        out.devices = (devices[0], devices[1])
     return out
 
 
@@ -303,6 +309,10 @@ def render(cmp: Comparison) -> str:
     ):
         if names:
             lines += ["", f"{title} ({len(names)}): {', '.join(names)}"]
+    if cmp.devices:
+        lines += ["", f"note: the runs ran on different devices ({cmp.devices[0]} vs {cmp.devices[1]}): float "
+                  "rounding differs with the device and, on the CPU, with the thread count, and it can flip a "
+                  "single seed between learned and not; speeds are not comparable"]  # fmt: skip
     lines += [
         "",
         f"{len(cmp.regressions)} accuracy regression(s), {len(cmp.speed_regressions)} speed regression(s), "

@@ -139,6 +139,30 @@ def test_seeds_aggregate_with_intervals(db_url):
     assert noise.delta == pytest.approx(-0.0425) and noise.verdict == "same"  # beyond tolerance, inside the noise
 
 
+def test_runs_on_different_devices_are_flagged(db_url, capsys):
+    """CPU float rounding depends on the thread count (parity, RoPE, seed 0: 0.99 with two threads, 0.48 with one),
+    so a comparison across devices says so; the same device says nothing."""
+    engine = db.open_db(db_url)
+    ids = []
+    for device, score in (("cpu:x86_64 x2 threads", 0.99), ("cpu:x86_64 x1 threads", 0.48),
+                          ("cpu:x86_64 x1 threads", 0.48)):  # fmt: skip
+        run_id = db.start_run(engine, {**RUN, "device": device})
+        db.add_result(engine, run_id, record(task="parity", length=8, score=score))
+        db.finish_run(engine, run_id, "finished")
+        ids.append(run_id)
+    engine.dispose()
+    cmp = compare_runs(db_url, ids[0], ids[1])
+    assert cmp.devices == ("cpu:x86_64 x2 threads", "cpu:x86_64 x1 threads")
+    assert compare_runs(db_url, ids[1], ids[2]).devices is None
+    main(["compare", str(ids[0]), str(ids[1]), "--db", db_url])
+    out = capsys.readouterr().out
+    assert "different devices (cpu:x86_64 x2 threads vs cpu:x86_64 x1 threads)" in out and "thread count" in out
+    main(["compare", str(ids[0]), str(ids[1]), "--db", db_url, "--json"])
+    assert json.loads(capsys.readouterr().out)["devices"] == ["cpu:x86_64 x2 threads", "cpu:x86_64 x1 threads"]
+    main(["compare", str(ids[1]), str(ids[2]), "--db", db_url])
+    assert "different devices" not in capsys.readouterr().out
+
+
 def test_failed_current_case_is_a_regression(db_url):
     url, (b, c) = make_db(db_url, [record(score=0.8)], [record(status="diverged")])
     row = compare_runs(url, b, c).cases[0]
