@@ -159,19 +159,23 @@ def _database(args: argparse.Namespace) -> int:
     return 0 if state.kind == "current" else 1
 
 
-SPREAD_TASKS = "k_back,copy,reverse,sort,add_nocarry,long_range_match,parity,modular_arithmetic"
+def _shipped_spread_tasks() -> str:
+    """The tasks of the shipped seed-spread data, comma-separated (read without importing the analysis stack)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "data" / "seed_spread.json"
+    return ",".join(sorted(json.loads(path.read_text())["tasks"] if path.is_file() else ()))
 
 
-def spread_command(tasks: str = SPREAD_TASKS) -> str:
-    """The commands that measure the seed spread of ``tasks`` (comma-separated) and merge it into the shipped data."""
+def spread_command(tasks: str | None = None) -> str:
+    """The commands that measure the seed spread of ``tasks`` (comma-separated; default: the tasks of the shipped
+    data) and merge it into the shipped data."""
     from pebench.bench.tasks import CORE_ENCODINGS
 
-    return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks} --seeds 3 "
+    return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks or _shipped_spread_tasks()} --seeds 3 "
             "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
             "-o pebench/data/seed_spread.json")  # fmt: skip
-
-
-SPREAD_COMMAND = spread_command()
 
 
 def _seed_spread(args: argparse.Namespace) -> int:
@@ -186,7 +190,7 @@ def _seed_spread(args: argparse.Namespace) -> int:
     tasks = measure_spread(df)
     if not tasks:
         raise PebenchError(f"run {args.run} has no task with two or more seeds of one configuration; run the cases "
-                           f"with --seeds 3 first: {SPREAD_COMMAND}")  # fmt: skip
+                           f"with --seeds 3 first: {spread_command()}")  # fmt: skip
     print("\n".join(spread_table(tasks)))
     if args.output:
         first = df.iloc[0]
@@ -202,10 +206,8 @@ def _seed_spread(args: argparse.Namespace) -> int:
         old_prov = {k: v for k, v in previous.get("provenance", {}).items() if k != "what"}  # a file-level one
         kept = {name: {**entry, "provenance": entry.get("provenance") or old_prov}
                 for name, entry in previous.get("tasks", {}).items() if name not in tasks}  # fmt: skip
-        data = {
-            "provenance": {"what": SPREAD_WHAT, "regenerate": SPREAD_COMMAND},
-            "tasks": dict(sorted({**kept, **{t: {**e, "provenance": provenance} for t, e in tasks.items()}}.items())),
-        }
+        merged = dict(sorted({**kept, **{t: {**e, "provenance": provenance} for t, e in tasks.items()}}.items()))
+        data = {"provenance": {"what": SPREAD_WHAT, "regenerate": spread_command(",".join(merged))}, "tasks": merged}
         out.write_text(json.dumps(data, indent=1, default=str) + "\n")
         print(f"wrote {args.output} ({len(tasks)} tasks measured in run {provenance['run']}, {len(kept)} kept)")
     return 0
@@ -319,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure each task's seed-to-seed spread from a run with several seeds (the noise single-seed "
         "differences must exceed to be marked)",
         description=f"From a run with several seeds per case, print (and with -o write) each task's pooled seed-to-"
-        f"seed standard deviation of normalised scores. The shipped data is regenerated with: {SPREAD_COMMAND}",
+        f"seed standard deviation of normalised scores. The shipped data is regenerated with: {spread_command()}",
     )
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default="latest", help="run id, latest or previous (default latest)")

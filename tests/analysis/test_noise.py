@@ -98,6 +98,7 @@ def test_seed_spread_command(tmp_path, capsys):
     assert main(["seed-spread", "--db", url, "-o", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["tasks"]["k_back"]["sigma"] == pytest.approx(0.2) and data["tasks"]["k_back"]["provenance"]["run"] == 1
+    assert "--task k_back --seeds 3" in data["provenance"]["regenerate"]  # the file's own tasks, no hand-kept list
     # writing into an existing file merges: the run's tasks replace their entries, the others keep theirs
     data["tasks"]["copy"] = {**data["tasks"]["k_back"], "sigma": 0.05, "provenance": {"run": 7}}
     data["tasks"]["k_back"]["sigma"] = 9.0
