@@ -159,21 +159,21 @@ def _database(args: argparse.Namespace) -> int:
     return 0 if state.kind == "current" else 1
 
 
-def _shipped_spread_tasks() -> str:
-    """The tasks of the shipped seed-spread data, comma-separated (read without importing the analysis stack)."""
+def _shipped_spread_command() -> str:
+    """The command that regenerates the shipped seed-spread data, as the data records it (one JSON read: the
+    parser's help needs it on every start, without the analysis stack)."""
     import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parent / "data" / "seed_spread.json"
-    return ",".join(sorted(json.loads(path.read_text())["tasks"] if path.is_file() else ()))
+    return json.loads(path.read_text())["provenance"]["regenerate"] if path.is_file() else "(no shipped data)"
 
 
-def spread_command(tasks: str | None = None) -> str:
-    """The commands that measure the seed spread of ``tasks`` (comma-separated; default: the tasks of the shipped
-    data) and merge it into the shipped data."""
+def spread_command(tasks: str) -> str:
+    """The commands that measure the seed spread of ``tasks`` (comma-separated) and merge it into the shipped data."""
     from pebench.bench.tasks import CORE_ENCODINGS
 
-    return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks or _shipped_spread_tasks()} --seeds 3 "
+    return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks} --seeds 3 "
             "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
             "-o pebench/data/seed_spread.json")  # fmt: skip
 
@@ -190,7 +190,7 @@ def _seed_spread(args: argparse.Namespace) -> int:
     tasks = measure_spread(df)
     if not tasks:
         raise PebenchError(f"run {args.run} has no task with two or more seeds of one configuration; run the cases "
-                           f"with --seeds 3 first: {spread_command()}")  # fmt: skip
+                           f"with --seeds 3 first: {_shipped_spread_command()}")  # fmt: skip
     print("\n".join(spread_table(tasks)))
     if args.output:
         first = df.iloc[0]
@@ -321,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure each task's seed-to-seed spread from a run with several seeds (the noise single-seed "
         "differences must exceed to be marked)",
         description=f"From a run with several seeds per case, print (and with -o write) each task's pooled seed-to-"
-        f"seed standard deviation of normalised scores. The shipped data is regenerated with: {spread_command()}",
+        f"seed standard deviation of normalised scores. The shipped data is regenerated with: "
+        f"{_shipped_spread_command()}",
     )
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default="latest", help="run id, latest or previous (default latest)")
