@@ -42,7 +42,7 @@ def tiny() -> tuple[str, ...]:
 
 
 @pytest.fixture
-def run_suite(tmp_path: Path, pytester: pytest.Pytester):
+def run_suite(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """``run_suite(*args, inprocess=False)`` runs ``pytest suite -q -p no:cacheprovider *args`` from ``tmp_path``:
     in a subprocess without ``$PEBENCH_DB`` (the default: isolated, needed for xdist and for stderr on its own), or
     with ``inprocess=True`` through pytester in this interpreter (saves the start-up of a new one per run)."""
@@ -50,9 +50,14 @@ def run_suite(tmp_path: Path, pytester: pytest.Pytester):
     def run(*args: str, inprocess: bool = False) -> SuiteRun:
         base = [str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", *args]
         if inprocess:
-            res = pytester.runpytest_inprocess(*base)
+            with monkeypatch.context() as m:  # the inner session is no xdist worker even when this one is
+                for k in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
+                    m.delenv(k)
+                res = pytester.runpytest_inprocess(*base)
             return SuiteRun(int(res.ret), res.stdout.str(), res.stderr.str())
-        env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB"}
+        # not $PEBENCH_DB, nor an xdist worker's PYTEST_XDIST_* (pytest-benchmark reads PYTEST_XDIST_WORKER and
+        # switches itself off in the inner session when these tests run under `pytest tests -n N`)
+        env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB" and not k.startswith("PYTEST_XDIST_")}
         proc = subprocess.run([sys.executable, "-m", "pytest", *base], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=600)  # fmt: skip
         return SuiteRun(proc.returncode, proc.stdout, proc.stderr)
