@@ -41,6 +41,11 @@ def tiny() -> tuple[str, ...]:
     return TINY
 
 
+# An xdist worker's variables; an inner ``pytest suite`` session must not inherit them (pytest-benchmark reads
+# PYTEST_XDIST_WORKER and switches itself off when these tests run under ``pytest tests -n N``).
+XDIST_VARS = "PYTEST_XDIST_"
+
+
 @pytest.fixture
 def run_suite(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """``run_suite(*args, inprocess=False)`` runs ``pytest suite -q -p no:cacheprovider *args`` from ``tmp_path``:
@@ -51,13 +56,11 @@ def run_suite(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.Mon
         base = [str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", *args]
         if inprocess:
             with monkeypatch.context() as m:  # the inner session is no xdist worker even when this one is
-                for k in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
+                for k in [k for k in os.environ if k.startswith(XDIST_VARS)]:
                     m.delenv(k)
                 res = pytester.runpytest_inprocess(*base)
             return SuiteRun(int(res.ret), res.stdout.str(), res.stderr.str())
-        # not $PEBENCH_DB, nor an xdist worker's PYTEST_XDIST_* (pytest-benchmark reads PYTEST_XDIST_WORKER and
-        # switches itself off in the inner session when these tests run under `pytest tests -n N`)
-        env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB" and not k.startswith("PYTEST_XDIST_")}
+        env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB" and not k.startswith(XDIST_VARS)}
         proc = subprocess.run([sys.executable, "-m", "pytest", *base], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=600)  # fmt: skip
         return SuiteRun(proc.returncode, proc.stdout, proc.stderr)
