@@ -118,7 +118,7 @@ def test_divergence_is_recorded_and_the_suite_goes_on(run_suite, tiny, tmp_path)
          "encoding rope cannot be built with --d-model 36 --heads 4 (head dim 9): rope: head_dim must be even"),
         (["--task-options", "k_back:k=1000"], "task k_back: length 64 is too short; valid lengths: >= 1001"),
         (["--task-options", "assoc_recall:n_pairs=1000,n_keys=2000", "--task", "assoc_recall"],
-         "task assoc_recall: length 64 is too short"),
+         "task assoc_recall: length 32 is too short"),
         (["--encoding", "rope,rope"], "encoding 'rope' is listed twice in 'rope,rope'"),
         (["--encoding", ","], "',' names no encoding; valid encodings: abacus, alibi, "),
     ],

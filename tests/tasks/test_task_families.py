@@ -254,6 +254,12 @@ def test_assoc_recall_values_and_query_positions_uniform() -> None:
     assert int(q.min()) == 16 and int(q.max()) == 63  # the whole query section is used
 
 
+def test_assoc_recall_train_length_option() -> None:
+    assert tasks.build("assoc_recall").eval_lengths("quick") == [32, 64, 128]  # version 2's default
+    v1 = tasks.build("assoc_recall", {"train_length": 64})
+    assert v1.eval_lengths("quick") == [64, 128, 256] and v1.train_range == (64, 64)
+
+
 @pytest.mark.parametrize("name", ["passkey", "needle"])
 def test_haystack_depths_and_digits(name: str) -> None:
     task = tasks.build(name)
