@@ -255,7 +255,9 @@ def test_assoc_recall_values_and_query_positions_uniform() -> None:
 
 
 def test_assoc_recall_train_length_option() -> None:
-    assert tasks.build("assoc_recall").eval_lengths("quick") == [32, 64, 128]  # version 2's default
+    task = tasks.build("assoc_recall")  # version 2: training length 32 (docs/defaults.md); version 1 trained at 64
+    assert task.version == "2" and task.eval_lengths("quick") == [32, 64, 128]
+    assert task.sample_train(4, gen()).inputs.shape == (4, 32)
     v1 = tasks.build("assoc_recall", {"train_length": 64})
     assert v1.eval_lengths("quick") == [64, 128, 256] and v1.train_range == (64, 64)
 
