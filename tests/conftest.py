@@ -21,11 +21,12 @@ import pebench.suite.plugin  # noqa: F401
 # Under `pytest tests -n N` (the README's command has -n 2), each xdist worker takes its share of the cores for torch's
 # threads, and the suite runs it starts in subprocesses inherit that share: N workers each running as many threads as
 # there are cores oversubscribe the CPU. Quiet, 2 cores: -n 2 with one thread each 4:36; plain `pytest tests` 6:04
-# with two threads, 6:22 with one. OMP_NUM_THREADS set by the caller wins.
+# with two threads, 6:22 with one. OMP_NUM_THREADS set by the caller wins. (The suite's own workers share the cores
+# the same way in pebench.suite.plugin._share_cores; here the share must also reach the subprocesses, hence the env.)
 if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("OMP_NUM_THREADS"):
-    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    os.environ["OMP_NUM_THREADS"] = str(max(1, torch.get_num_threads() // _workers))
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    _threads = max(1, torch.get_num_threads() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    os.environ["OMP_NUM_THREADS"] = str(_threads)
+    torch.set_num_threads(_threads)
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ("--d-model", "16", "--layers", "1", "--heads", "2", "--batch-size", "8", "--eval-samples", "8")
