@@ -46,3 +46,44 @@ def pick_device(requested: str | None = None) -> torch.device:
     if dev.type == "mps" and not torch.backends.mps.is_available():
         raise PebenchError(f"device {requested!r} requested but MPS is not available; valid here: auto, cpu")
     return dev
+
+
+def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU computes bfloat16 natively: x86 with AVX512-BF16 or AMX-BF16, or Arm with the BF16
+    extension (Linux: the flags of ``/proc/cpuinfo``, or ``cpuinfo`` when given; macOS: ``hw.optional.arm.FEAT_BF16``).
+    Without it PyTorch emulates bfloat16 matmuls by converting to float32, which is slower than plain float32."""
+    import platform
+    import subprocess
+
+    if cpuinfo is None and platform.system() == "Darwin":
+        try:
+            out = subprocess.run(["sysctl", "-n", "hw.optional.arm.FEAT_BF16"], capture_output=True, text=True,
+                                 timeout=5, check=False).stdout  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return out.strip() == "1"
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return False
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            flags = set(value.split())
+            return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return False
+
+
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """The training precision ``requested`` means on ``device``: ``auto`` is ``bf16`` (autocast) on a CUDA device
+    that supports bfloat16 natively (compute capability 8.0 and later; not emulated) and on a CPU with native
+    bfloat16 (:func:`cpu_has_native_bf16`), ``fp32`` elsewhere (MPS included); any other value is kept."""
+    if requested != "auto":
+        return requested
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp32"
+    if device.type == "cpu":
+        return "bf16" if cpu_has_native_bf16() else "fp32"
+    return "fp32"

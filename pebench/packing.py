@@ -20,7 +20,10 @@ it; a packed seed would then not follow its trajectory alone. The task's annotat
 the packed training forward (no packed encoding reads them); validation passes them as evaluation does.
 
 A seed whose loss or gradient norm becomes non-finite is recorded as ``diverged`` (at the next curve point, as
-alone); its slice of the stack goes on without affecting the others, whose gradients never mix with it.
+alone); its slice of the stack goes on without affecting the others, whose gradients never mix with it. A seed that
+meets the stop rule (:class:`~pebench.training.StopRule`) at a curve point has its weights copied out there, as its
+training alone would end there; its slice goes on with the others (never read again), and the run ends when every
+seed has stopped.
 """
 
 from __future__ import annotations
@@ -76,6 +79,14 @@ def clip_per_seed(grads: list[torch.Tensor], max_norm: float) -> torch.Tensor:
     for g in grads:
         g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
     return total
+
+
+@torch.no_grad()
+def _copy_seed(model: Transformer, stacked: dict[str, torch.Tensor], names: list[str], k: int) -> None:
+    """Copy seed ``k``'s slice of the stacked parameters into its own ``model``."""
+    params = dict(model.named_parameters())
+    for name in names:
+        params[name].copy_(stacked[name][k])
 
 
 def validation_sums(host: Transformer, val: Validation | None, stacked: dict[str, torch.Tensor],
@@ -140,6 +151,8 @@ def train_packed(
     last = torch.zeros(n, dtype=dtype, device=device)
     infos = [TrainInfo() for _ in seeds]
     done = [False] * n
+    stopped = [False] * n  # stopped by the stop rule: its weights were copied out then
+    rule = cfg.stop_rule
     interval = cfg.curve_interval
     vals = [Validation.build(host, task, cfg, s, device) for s in seeds]
     tokens = 0
@@ -183,7 +196,7 @@ def train_packed(
                     loss_sum, n_correct, n_scored, count = values[4 * k : 4 * k + 4]
                     bad_step, last_loss = values[4 * n + k], values[5 * n + k]
                     if bad_step >= 0:
-                        infos[k].status = "diverged"
+                        infos[k].status = infos[k].stop_reason = "diverged"
                         infos[k].message = f"non-finite training loss or gradient norm at step {int(bad_step)}"
                         infos[k].steps = int(bad_step)
                         done[k] = True
@@ -194,6 +207,11 @@ def train_packed(
                         width = 5 * len(vals[k].lengths)  # type: ignore[union-attr]
                         infos[k].curve[-1].update(vals[k].point(extra_values[k * width : (k + 1) * width]))  # type: ignore[union-attr]
                     infos[k].final_loss = last_loss
+                    reason = rule.check(infos[k].curve, step + 1, cfg.steps)
+                    if reason is not None:  # this seed's weights now, as alone; the stack goes on for the others
+                        infos[k].stop_reason = reason
+                        _copy_seed(models[k], stacked, names, k)
+                        done[k] = stopped[k] = True
                 if all(done):
                     break
                 live = [i.curve[-1]["loss"] for i, d in zip(infos, done, strict=True) if not d and i.curve]
@@ -203,12 +221,10 @@ def train_packed(
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     wall = time.perf_counter() - start
-    with torch.no_grad():
-        for k, model in enumerate(models):
-            params = dict(model.named_parameters())
-            for name in names:
-                params[name].copy_(stacked[name][k])
-            model.eval()
+    for k, model in enumerate(models):
+        if not stopped[k]:
+            _copy_seed(model, stacked, names, k)
+        model.eval()
     for info in infos:
         info.wall_time_s = wall / n
         info.tokens_per_s = tokens / info.wall_time_s if info.wall_time_s > 0 else 0.0

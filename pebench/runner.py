@@ -22,7 +22,7 @@ import torch
 from filelock import FileLock
 
 from pebench import encodings, tasks
-from pebench.device import pick_device, worker_device
+from pebench.device import pick_device, resolve_precision, worker_device
 from pebench.encodings.base import EncodingContext
 from pebench.encodings.registry import not_applicable
 from pebench.errors import ConfigError, PebenchError
@@ -73,15 +73,16 @@ def _source_files(*modules: Any) -> Iterable[Path]:
 
 
 def code_version(encoding_cls: type, task_cls: type) -> str:
-    """Hash of the source that affects training: model, trainer, the bases, this encoding's and this task's modules."""
+    """Hash of the source that affects training: model, trainer (with packing and the stop rule), the bases, this
+    encoding's and this task's modules."""
     import inspect
 
-    from pebench import models, packing, training
+    from pebench import models, packing, stopping, training
     from pebench.encodings import base as enc_base
     from pebench.tasks import base as task_base
 
     h = hashlib.sha256()
-    files = [*_source_files(models, training, packing, enc_base, task_base)]
+    files = [*_source_files(models, training, packing, stopping, enc_base, task_base)]
     for cls in (encoding_cls, task_cls):
         for klass in cls.__mro__:
             mod = inspect.getmodule(klass)
@@ -126,8 +127,9 @@ class Runner:
         progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
         reuse: Callable[[ResultRecord], ResultRecord | None] | None = None,
     ) -> None:
-        self.settings = settings
         self.device = worker_device(pick_device(settings.device))
+        # --precision auto means the precision this device trains in; the configuration records the resolved one
+        self.settings = replace(settings, precision=resolve_precision(settings.precision, self.device))
         self.progress_context = progress_context
         # ``reuse(record)`` gets a new record's identity (config hash, versions, seed, length) before training and
         # returns a finished record to use instead, or None (see pebench.store.reuse.ReuseLookup)
@@ -346,6 +348,7 @@ class Runner:
             record.curve = info.curve
             if info.status != "ok":
                 record.status, record.message = info.status, info.message
+                record.metrics = {"stop_reason": info.stop_reason}
                 return record
             start = time.perf_counter()
             splits = {
@@ -368,6 +371,7 @@ class Runner:
             record.sequence_accuracy = main["sequence_accuracy"]
             record.score = task.score(main)
             record.metrics = {"splits": splits}
+            record.metrics["stop_reason"] = info.stop_reason  # learned | plateau | budget | diverged
             if info.packed_with > 1:
                 record.metrics["packed_with"] = info.packed_with  # trained together with this many seeds
             if not math.isfinite(main["loss"]):

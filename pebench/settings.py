@@ -17,6 +17,7 @@ from typing import Any
 from pebench.errors import ConfigError, PebenchError
 from pebench.metrics import Tolerances
 from pebench.models import ModelConfig
+from pebench.stopping import STOP_RULES
 from pebench.tasks.base import TIERS, Task
 from pebench.training import PRECISIONS, TrainConfig
 
@@ -29,7 +30,11 @@ class Settings:
     batch_size: int = TrainConfig.batch_size
     lr: float = TrainConfig.lr
     precision: str = TrainConfig.precision
+    """One of :data:`pebench.training.PRECISIONS` or ``auto`` (resolved per device by the runner,
+    :func:`pebench.device.resolve_precision`)."""
     val_batches: int = TrainConfig.val_batches
+    stop: str = TrainConfig.stop
+    """The stop rule (:class:`pebench.training.StopRule`)."""
     pack_seeds: int = 1
     """Seeds 0..K-1 of one (encoding, task, config) trained together as one batched model (pebench.packing); 1: off."""
 
@@ -56,9 +61,13 @@ class Settings:
     task_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def train_config(self, task: Task) -> TrainConfig:
+        """The training configuration of ``task``'s models (``--precision auto`` resolved for :attr:`device`)."""
+        from pebench.device import pick_device, resolve_precision
+
         steps = self.steps if self.steps is not None else (task.default_steps or TrainConfig.steps)
-        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr, precision=self.precision,
-                           val_batches=self.val_batches)  # fmt: skip
+        precision = resolve_precision(self.precision, pick_device(self.device))
+        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr, precision=precision,
+                           val_batches=self.val_batches, stop=self.stop)  # fmt: skip
 
     def layers_for(self, encoding: str | None = None) -> int:
         """The depth of ``encoding``'s models: ``--layers`` when given, else the encoding's ``default_layers``,
@@ -88,7 +97,8 @@ class Settings:
             ModelConfig(vocab_size=1, d_model=self.d_model, n_layers=self.layers_for(), n_heads=self.n_heads,
                         dropout=self.dropout)  # fmt: skip
             TrainConfig(steps=TrainConfig.steps if self.steps is None else self.steps, batch_size=self.batch_size,
-                        lr=self.lr, precision=self.precision, val_batches=self.val_batches)  # fmt: skip
+                        lr=self.lr, precision="fp32" if self.precision == "auto" else self.precision,
+                        val_batches=self.val_batches, stop=self.stop)  # fmt: skip
         except ConfigError as err:
             raise PebenchError(err.render(FLAG_NAMES)) from None
         if self.eval_samples <= 0:
@@ -114,7 +124,9 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
     Flag("--db", "db", "results database URL (default: $PEBENCH_DB, else sqlite:///results.db in the project root)"),
     Flag("--tier", "tier", "quick: train length, 2x, 4x; full: more lengths", {"default": "quick", "choices": TIERS}),
     Flag("--steps", "steps", "training steps per model (default: the task's own)", {"type": int}),
-    Flag("--seeds", "seeds", "number of seeds per (encoding, task) (default 1)", {"type": int, "default": 1}),
+    Flag("--seeds", "seeds", "seeds per (encoding, task): a number (default 1), or auto[:N]: seed 0 everywhere, then "
+         "more seeds (at most N, default 5) only where the noise rule leaves a verdict open (docs/regression.md)",
+         {"default": "1", "metavar": "K|auto[:N]"}),
     Flag("--pack", "pack", "with --seeds K, train a model's K seeds together as one batched model: auto (default: on "
          "a GPU, not on the CPU, where it measured slower), on or off (docs/scale-out.md)",
          {"default": "auto", "choices": ("auto", "on", "off")}),
@@ -128,9 +140,14 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
          {"type": int, "default": Settings.batch_size}),
     Flag("--lr", "lr", f"peak learning rate of AdamW (default {Settings.lr:g})",
          {"type": float, "default": Settings.lr}),
-    Flag("--precision", "precision", "training precision: fp32 (default), bf16 (autocast) or tf32 (TensorFloat-32 "
-         "matmuls on GPUs that have them); recorded in the configuration unless fp32",
-         {"default": TrainConfig.precision, "choices": PRECISIONS}),
+    Flag("--precision", "precision", "training precision: fp32 (default), bf16 (autocast; weights, optimiser state "
+         "and loss stay fp32), tf32 (TensorFloat-32 matmuls on GPUs that have them) or auto (bf16 on a GPU or CPU "
+         "with native bfloat16, else fp32); the precision used is recorded in the configuration unless fp32",
+         {"default": TrainConfig.precision, "choices": (*PRECISIONS, "auto")}),
+    Flag("--stop", "stop", "when a model stops training: budget (default: the task's step count), learned (as soon "
+         "as its training accuracy is at least 0.99 over the last 3 learning-curve points, else at the budget) or "
+         "plateau (learned, or the training loss flat in the second half); part of the configuration "
+         "(docs/defaults.md)", {"default": TrainConfig.stop, "choices": STOP_RULES}),
     Flag("--val-batches", "val_batches", "held-out batches per length (the training length and 2x) evaluated at each "
          f"learning-curve point; 0: none (default {TrainConfig.val_batches}; never changes the trained model)",
          {"type": int, "default": TrainConfig.val_batches}),

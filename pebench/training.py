@@ -20,12 +20,12 @@ from tqdm.auto import tqdm
 
 from pebench.errors import ConfigError
 from pebench.models import Transformer
+from pebench.stopping import StopRule
 from pebench.tasks.base import IGNORE, Batch, Task
 
 PRECISIONS = ("fp32", "bf16", "tf32")
 """``fp32``: plain float32. ``bf16``: autocast to bfloat16 (weights, optimiser state and the loss stay float32).
 ``tf32``: float32 storage with TensorFloat-32 matmuls where the hardware has them (NVIDIA Ampere and later)."""
-
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -33,7 +33,9 @@ class TrainConfig:
     :data:`PRECISIONS`; it is part of the stored configuration only when not ``fp32`` (so configurations, hashes and
     checkpoints from before the option are unchanged: no ``precision`` key means fp32). ``val_batches``: held-out
     batches per length at each learning-curve point (:class:`Validation`; 0: none); it never changes the trained
-    model, so it is not part of the stored configuration or its hash."""
+    model, so it is not part of the stored configuration or its hash. ``stop`` is one of
+    :data:`pebench.stopping.STOP_RULES` (:class:`~pebench.stopping.StopRule`); stored as the rule with its thresholds
+    unless ``budget``."""
 
     steps: int = 600
     batch_size: int = 64
@@ -44,6 +46,7 @@ class TrainConfig:
     curve_every: int = 0
     precision: str = "fp32"
     val_batches: int = 2
+    stop: str = "budget"
 
     def __post_init__(self) -> None:
         if self.steps <= 0:
@@ -52,10 +55,15 @@ class TrainConfig:
             raise ConfigError("train", f"{{batch_size}} must be a positive integer, got {self.batch_size}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ConfigError("train", f"{{lr}} must be a positive finite number, got {self.lr}")
-        if self.precision not in PRECISIONS:
+        if self.precision not in PRECISIONS:  # "auto" is resolved per device before (pebench.device)
             raise ConfigError("train", f"{{precision}} must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.val_batches < 0:
             raise ConfigError("train", f"{{val_batches}} must be 0 or more, got {self.val_batches}")
+        StopRule(self.stop)
+
+    @property
+    def stop_rule(self) -> StopRule:
+        return StopRule(self.stop)
 
     @property
     def curve_interval(self) -> int:
@@ -66,6 +74,9 @@ class TrainConfig:
         del d["val_batches"]
         if d["precision"] == "fp32":
             del d["precision"]
+        del d["stop"]
+        if (stop := self.stop_rule.to_dict()) is not None:
+            d["stop"] = stop
         return d
 
 
@@ -99,6 +110,8 @@ class TrainInfo:
     message: str = ""
     packed_with: int = 1
     """How many seeds were trained together with this one (:mod:`pebench.packing`); 1: alone."""
+    stop_reason: str = "budget"
+    """Why training ended: one of :data:`pebench.stopping.STOP_REASONS` (``steps`` says after how many steps)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -156,6 +169,7 @@ def train(
     interval = cfg.curve_interval
     params = [p for p in model.parameters() if p.requires_grad]
     acc = StepStats(device)
+    rule = cfg.stop_rule
     val = Validation.build(model, task, cfg, seed, device)
     tokens = 0
     ctx = progress_context() if progress_context is not None else contextlib.nullcontext()
@@ -182,7 +196,7 @@ def train(
                 extra = val.sums(model, model, step + 1) if val is not None else None
                 point, bad_step, extra_values = acc.read(step + 1, extra)
                 if bad_step is not None:
-                    info.status = "diverged"
+                    info.status = info.stop_reason = "diverged"
                     info.message = f"non-finite training loss or gradient norm at step {bad_step}"
                     info.steps = bad_step
                     break
@@ -191,6 +205,10 @@ def train(
                 info.curve.append(point)
                 info.final_loss = acc.last_loss
                 bar.set_postfix(loss=f"{point['loss']:.3f}", acc=f"{point['accuracy']:.3f}")
+                reason = rule.check(info.curve, step + 1, cfg.steps)
+                if reason is not None:
+                    info.stop_reason = reason
+                    break
         bar.close()
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -39,6 +39,7 @@ from pebench.runner import Case, Runner
 from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
 from pebench.store.database import open_db, resolve_url
 from pebench.store.lifecycle import comparable_run, resolve_run_id
+from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 from pebench.suite.sharding import Shard, parse_shard
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, ResultWriter, RunSummary, report_teststatus
 
@@ -49,6 +50,7 @@ __all__ = [
     "RESULT_PROPERTY",
     "pebench_baseline",
     "pebench_runner",
+    "pebench_seeds",
     "pebench_settings",
     "pytest_addoption",
     "pytest_collection_modifyitems",
@@ -61,8 +63,8 @@ __all__ = [
 ]
 
 SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
-               "val_batches", "pack", "precision", "device", "encoding", "task", "encoding_options", "task_options",
-               "cache_dir", "no_cache", "report", "shard", "executor", "ray_address", "timing_table")
+               "val_batches", "pack", "precision", "stop", "device", "encoding", "task", "encoding_options",
+               "task_options", "cache_dir", "no_cache", "report", "shard", "executor", "ray_address", "timing_table")
 REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
 
 
@@ -80,6 +82,8 @@ class SuiteState:
     baseline: Baseline | None = None
     shard: Shard | None = None
     shard_models: list[tuple[str, str]] = field(default_factory=list)
+    seeds: SeedPlan = field(default_factory=SeedPlan)
+    adaptive: AdaptiveSeeds | None = None
     executor_summary: str = ""
 
 
@@ -121,14 +125,14 @@ def _settings(config: pytest.Config) -> Settings:
     cache = None
     if not config.getoption("no_cache"):
         cache = Path(config.getoption("cache_dir") or Path(config.rootpath) / ".pebench_cache")
-    if config.getoption("seeds") <= 0:
-        raise PebenchError(f"--seeds must be a positive integer, got {config.getoption('seeds')}")
+    plan = SeedPlan.parse(config.getoption("seeds"))
     settings = Settings(
         **{name: config.getoption(name) for name in
-           ("steps", "batch_size", "lr", "precision", "val_batches", "d_model", "n_layers", "n_heads",
+           ("steps", "batch_size", "lr", "precision", "stop", "val_batches", "d_model", "n_layers", "n_heads",
             "eval_samples", "device")},
         cache_dir=cache,
-        pack_seeds=Settings.packed_seeds(*(config.getoption(name) for name in ("pack", "seeds", "device"))),
+        pack_seeds=Settings.packed_seeds(config.getoption("pack"), 1 if plan.auto else plan.count,
+                                         config.getoption("device")),
         encoding_options=_named_options(config, "encoding_options", encodings),
         task_options=_named_options(config, "task_options", tasks),
     )  # fmt: skip
@@ -222,7 +226,15 @@ def pytest_configure(config: pytest.Config) -> None:
             db_url=resolve_url(config.getoption("db"), Path(config.rootpath)),
             tolerances=tolerances(config.getoption("tolerance"), config.getoption("ppl_tolerance")),
             shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
+            seeds=SeedPlan.parse(config.getoption("seeds")),
         )
+        if state.seeds.auto:
+            if config.getoption("executor") == "ray" or state.shard is not None or _is_worker(config) or \
+                    getattr(config.option, "numprocesses", None):  # fmt: skip
+                raise PebenchError(f"--seeds {state.seeds} adds seeds in order, each after the lower seeds of its "
+                                   "task: run it in one process (no -n, --shard or --executor ray), or give a "
+                                   "number of seeds")  # fmt: skip
+            state.adaptive = AdaptiveSeeds(state.seeds)
         # options are validated by building each selected encoding and task once, and every length to be collected
         # is checked against the task's options (e.g. k_back:k=1000 makes length 64 impossible)
         for task_name in state.tasks:
@@ -253,7 +265,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "pebench_case" not in metafunc.fixturenames:
         return
     state = metafunc.config.stash[STATE]
-    seeds = metafunc.config.getoption("seeds")
+    seeds = state.seeds.count
     params = []
     for enc_name in state.encodings:
         for task_name in state.tasks:
@@ -270,6 +282,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                         marks.append(pytest.mark.quick)
                     case_id = case.id if seeds == 1 else f"{case.id}-s{seed}"
                     params.append(pytest.param(case, id=case_id, marks=marks))
+    if state.seeds.auto:  # seed-major: every lower seed of a task runs before a higher one is decided
+        params.sort(key=lambda p: p.values[0].seed)
     metafunc.parametrize("pebench_case", params)
 
 
@@ -390,6 +404,12 @@ def pebench_runner(pytestconfig: pytest.Config) -> Runner:
 
         runner.reuse = ReuseLookup(state.db_url, runner.device.type)
     return runner
+
+
+@pytest.fixture(scope="session")
+def pebench_seeds(pytestconfig: pytest.Config) -> AdaptiveSeeds | None:
+    """With ``--seeds auto[:N]``, which seeds run (:class:`pebench.suite.adaptive.AdaptiveSeeds`); else None."""
+    return pytestconfig.stash[STATE].adaptive
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ import re
 from xdist.scheduler import LoadScopeScheduling
 
 from pebench.settings import Settings
+from pebench.suite.adaptive import SeedPlan
 
 _CASE = re.compile(r"\[(?P<model>[^\[\]]+)-L\d+(?P<seed>-s\d+)?\]$")
 
@@ -41,5 +42,7 @@ class ModelScheduling(LoadScopeScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         config = self.config
-        packed = Settings.packed_seeds(config.getoption("pack"), config.getoption("seeds"), config.getoption("device"))
+        plan = SeedPlan.parse(config.getoption("seeds"))
+        packed = Settings.packed_seeds(config.getoption("pack"), 1 if plan.auto else plan.count,
+                                       config.getoption("device"))  # fmt: skip
         return model_of(nodeid, seeds_together=packed > 1)

@@ -20,6 +20,7 @@ from pebench.settings import Settings
 from pebench.store.database import add_result, finish_run, mask_secrets, safe_url, start_run
 from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.record import ResultRecord
+from pebench.suite.adaptive import SeedPlan
 from pebench.suite.summary import case_score, score_tables
 
 RESULT_PROPERTY = "pebench_result"
@@ -28,7 +29,7 @@ REGRESSION_PROPERTY = "pebench_regression"
 """``record_property`` name of a case's :class:`Regression` against the baseline (JSON)."""
 
 RUN_OPTIONS = ("tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples", "device",
-               "pack", "precision", "encoding", "task", "encoding_options", "task_options", "no_cache", "reuse",
+               "pack", "precision", "stop", "encoding", "task", "encoding_options", "task_options", "no_cache", "reuse",
                "baseline", "tolerance", "ppl_tolerance", "deterministic", "shard", "executor")  # fmt: skip
 """Options stored with each run (as ``runs.options``)."""
 
@@ -40,6 +41,8 @@ def properties(report: pytest.TestReport, name: str) -> list[str]:
 def run_options(config: pytest.Config, baseline: Baseline | None) -> dict[str, Any]:
     """The run's options as stored with it."""
     opts = {n: config.getoption(n) for n in RUN_OPTIONS}
+    plan = SeedPlan.parse(opts["seeds"])
+    opts["seeds"] = str(plan) if plan.auto else plan.count
     opts["torch_deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
     opts["baseline_run"] = baseline.run_id if baseline is not None else None
     opts["keyword"] = config.option.keyword
@@ -187,6 +190,7 @@ class RunSummary:
         if config.getoption("reuse"):
             terminalreporter.write_line(f"pebench --reuse: {self.reused} of {self.results} results copied")
         if self.baseline is not None:
-            what = ", ".join(r.case_id + (f"-s{r.seed}" if config.getoption("seeds") > 1 else "")
+            several = SeedPlan.parse(config.getoption("seeds")).count > 1
+            what = ", ".join(r.case_id + (f"-s{r.seed}" if several else "")
                              for r in self.regressions) or "none"  # fmt: skip
             terminalreporter.write_line(f"pebench --baseline run {self.baseline.run_id}: regressed: {what}")
