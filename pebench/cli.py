@@ -78,8 +78,11 @@ def _results(args: argparse.Namespace) -> int:
     if df.empty:
         print("no results")
         return 0
+    # why training ended (learned / plateau / budget / diverged; "-" for results from before the stop rule)
+    df["stop"] = [(m or {}).get("stop_reason", "-") if isinstance(m, dict) else "-" for m in df["metrics"]]
+    df["train_steps"] = df["train_steps"].astype("Int64")
     cols = ["run_id", "case_id", "seed", "status", "score", "loss", "sequence_accuracy", "chance_level",
-            "train_time_s"]  # fmt: skip
+            "train_steps", "stop", "train_time_s"]  # fmt: skip
     with pd.option_context("display.max_rows", None, "display.width", 200):
         print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0

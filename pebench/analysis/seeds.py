@@ -14,8 +14,8 @@ value per seed:
    (:func:`pebench.analysis.noise.marked_best`), and the cell is a contender: the best mean, or one the best does not
    beat beyond the noise. Two exceptions close a column without a mark: every contender equals the best at the
    shown precision (two decimals of the normalised score: a tie more seeds would not break, e.g. several at 1.00), or
-   the best is beyond the noise below the *partly* threshold (no encoding carries the task at that length: which one
-   is least bad is not a verdict).
+   the best mean is below the *partly* threshold (no encoding carries the task at that length: which one is least
+   bad is not a verdict).
 
 Without a measured spread for the run's protocol (:func:`pebench.analysis.noise.task_sigma`) a single seed decides
 nothing, so every cell gets its second seed; from two seeds on a cell's own spread is used. The rule reads only the
@@ -85,8 +85,7 @@ def undecided(
             continue
         top = max(present, key=lambda i: _mean(samples[i]))
         best = _mean(samples[top])
-        spread = sigma if sigma is not None else _sd(samples[top])
-        if spread is not None and best + Z95 * spread / math.sqrt(len(samples[top])) < THRESHOLDS[1]:
+        if best < THRESHOLDS[1]:
             continue  # nobody carries the task at this length
         rivals = [j for j in present if j != top and not beyond_noise(samples[top], samples[j], sigma)]
         open_rivals = [j for j in rivals if round(_mean(samples[j]), TIE_DIGITS) != round(best, TIE_DIGITS)]

@@ -1,0 +1,51 @@
+"""The suite with the options of issue 28: ``--stop learned`` stores and shows the steps taken and why training
+ended; ``--seeds auto:N`` adds a seed only where the lower seeds leave a verdict open, records why, and refuses to
+run in parallel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pebench.results as results
+
+
+def test_stop_reason_and_steps_are_stored_and_shown(run_suite, tmp_path):
+    db = f"sqlite:///{tmp_path}/r.db"
+    res = run_suite("-k", "L64", "--encoding", "rope", "--task", "k_back", "--stop", "learned", "--db", db,
+                    "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    (row,) = results.load(db).to_dict("records")
+    assert row["metrics"]["stop_reason"] == "learned" and row["train_steps"] < 200  # k_back's budget
+    assert row["config"]["train"]["stop"]["rule"] == "learned"
+    out = subprocess.run([sys.executable, "-m", "pebench", "results", "--db", db], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    header, line = [x for x in out.splitlines() if "case_id" in x or "rope-k_back-L64" in x][-2:]
+    assert "stop" in header.split() and "train_steps" in header.split()
+    assert " learned " in f" {line} " and f" {row['train_steps']} " in f" {line} "
+
+
+def test_auto_seeds_add_seeds_only_where_open_and_say_why(run_suite, tmp_path):
+    db = f"sqlite:///{tmp_path}/r.db"
+    args = ("-k", "L64", "--encoding", "rope,alibi", "--task", "k_back", "--steps", "4", "--seeds", "auto:2",
+            "--db", db, "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+    res = run_suite(*args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    df = results.load(db)
+    # 4 steps is no protocol with a measured seed spread: one seed decides nothing, so both cells get seed 1
+    pairs = sorted(zip(df["encoding"], df["seed"], strict=True))
+    assert pairs == [("alibi", 0), ("alibi", 1), ("rope", 0), ("rope", 1)]
+    rows = zip(df["encoding"], df["seed"], df["metrics"], strict=True)
+    reasons = {(e, s): m.get("seed_reason") for e, s, m in rows}
+    assert reasons[("rope", 0)] == "first seed"
+    assert "no measured seed spread" in reasons[("rope", 1)]
+    assert results.load(db)["run_options"].iloc[0]["seeds"] == "auto:2"
+
+
+def test_auto_seeds_refuse_parallel_runs_in_one_line(run_suite, tmp_path):
+    res = run_suite("--seeds", "auto", "--shard", "1/2", "--db", f"sqlite:///{tmp_path}/r.db")
+    assert res.returncode == 4
+    assert "--seeds auto:5 adds seeds in order" in res.stderr and "no -n, --shard or --executor ray" in res.stderr
+    assert not (tmp_path / "r.db").exists()
+    res = run_suite("--seeds", "auto:0", "--db", f"sqlite:///{tmp_path}/r.db")
+    assert res.returncode == 4 and "valid: a positive integer (e.g. 3), auto" in res.stderr
