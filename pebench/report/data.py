@@ -109,6 +109,8 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
             validation_svg=Markup(charts.validation_curves(curves, assembled.tasks, assembled.colors,
                                                            assembled.markers)),  # fmt: skip
             has_deltas=assembled.has_deltas,
+            stopped_early=any(" learned" in r.training or " plateau" in r.training
+                              for view in assembled.tasks for r in view.rows),  # fmt: skip
             previous_runs=sorted(int(r) for r in prev["run_id"].unique()) if not prev.empty else [],
             failures=failures,
             n_failures=n_failures,

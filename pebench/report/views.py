@@ -3,8 +3,8 @@ the selected results with the scoring layer (:mod:`pebench.analysis.scoring`). N
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +76,36 @@ class TaskRow:
     n_seeds: int
     failures: int
     reach: Reach | None = None
+    training: str = ""
+    """How training ended over the seeds (``--stop``), e.g. ``2 learned, 1 budget · 70-200 of 200 steps``."""
+    seeds_tip: str = ""
+    """Why this many seeds (``--seeds auto``): each added seed's reason, or that the first one decided."""
+
+
+def training_text(rows: Iterable[Mapping[str, Any]]) -> str:
+    """:attr:`TaskRow.training` from the results of one encoding on one task (one model per seed); empty when no
+    result records a stop reason (runs from before ``--stop``)."""
+    per_seed = {r["seed"]: r for r in rows if isinstance(r.get("metrics"), Mapping) and "stop_reason" in r["metrics"]}
+    if not per_seed:
+        return ""
+    reasons = Counter(r["metrics"]["stop_reason"] for r in per_seed.values())
+    text = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    steps = sorted(int(r["train_steps"]) for r in per_seed.values() if finite(r.get("train_steps")))
+    budget = ((next(iter(per_seed.values())).get("config") or {}).get("train") or {}).get("steps")
+    if steps:
+        span = f"{steps[0]}" if steps[0] == steps[-1] else f"{steps[0]}-{steps[-1]}"
+        text += f" · {span}" + (f" of {budget}" if budget else "") + " steps"
+    return text
+
+
+def seeds_tip(rows: Iterable[Mapping[str, Any]]) -> str:
+    """:attr:`TaskRow.seeds_tip` from the results of one encoding on one task; empty without ``--seeds auto``."""
+    why = {r["seed"]: r["metrics"]["seed_reason"] for r in rows
+           if isinstance(r.get("metrics"), Mapping) and r["metrics"].get("seed_reason")}  # fmt: skip
+    if not why:
+        return ""
+    added = [f"seed {s}: {w}" for s, w in sorted(why.items()) if s > 0]
+    return "; ".join(added) if added else "decided by the first seed (--seeds auto)"
 
 
 @dataclass
@@ -255,7 +285,8 @@ def _task_view(
             acc.ood_norm[enc][key] = o_norm
         rows.append(TaskRow(encoding=enc, color=colors[enc], marker=markers[enc], id_cell=id_cell, cells=cells,
                             gap=gap, ood_norm=_cell(o_norm, 2), n_seeds=len(g.seeds()), failures=n_fail,
-                            reach=far))  # fmt: skip
+                            reach=far, training=training_text(g.by_length.get(train_length, {}).values()),
+                            seeds_tip=seeds_tip(g.rows())))  # fmt: skip
     # best per column, only beyond the noise (pebench.analysis.noise); the gap only among encodings that learned the
     # task (ID normalised score >= 0.5), compared as per-seed differences of normalised scores
     sigma = noise.task_sigma(task_name, first.get("config"))

@@ -23,6 +23,11 @@ def test_stop_reason_and_steps_are_stored_and_shown(run_suite, tmp_path):
     header, line = [x for x in out.splitlines() if "case_id" in x or "rope-k_back-L64" in x][-2:]
     assert "stop" in header.split() and "train_steps" in header.split()
     assert " learned " in f" {line} " and f" {row['train_steps']} " in f" {line} "
+    from pebench.report.page import render_report
+
+    render_report(db, tmp_path / "r.html", None)
+    page = (tmp_path / "r.html").read_text()
+    assert f"1 learned · {row['train_steps']} of 200 steps" in page and "A line that ends before" in page
 
 
 def test_auto_seeds_add_seeds_only_where_open_and_say_why(run_suite, tmp_path):
@@ -49,3 +54,15 @@ def test_auto_seeds_refuse_parallel_runs_in_one_line(run_suite, tmp_path):
     assert not (tmp_path / "r.db").exists()
     res = run_suite("--seeds", "auto:0", "--db", f"sqlite:///{tmp_path}/r.db")
     assert res.returncode == 4 and "valid: a positive integer (e.g. 3), auto" in res.stderr
+
+
+def test_the_report_says_how_training_ended_and_why_each_seed(tmp_path):
+    from pebench.report.views import seeds_tip, training_text
+
+    rows = [{"seed": s, "train_steps": n, "metrics": {"stop_reason": why, "seed_reason": sr},
+             "config": {"train": {"steps": 200}}}
+            for s, n, why, sr in ((0, 70, "learned", "first seed"), (1, 200, "budget", "L64: 0.95 within the noise"))]
+    assert training_text(rows) == "1 budget, 1 learned · 70-200 of 200 steps"
+    assert seeds_tip(rows) == "seed 1: L64: 0.95 within the noise"
+    assert seeds_tip(rows[:1]) == "decided by the first seed (--seeds auto)"
+    assert training_text([{"seed": 0, "metrics": {}}]) == "" and seeds_tip([{"seed": 0, "metrics": {}}]) == ""
