@@ -252,6 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=3, help="K for --models-per-hour (default 3)")
     p.add_argument("--train-steps", type=int, default=None,
                    help="training steps for --models-per-hour (default: the task's own)")
+    p.add_argument("--stop-verdicts", metavar="T1,T2|all",
+                   help="instead, train --encodings x --seeds of each task to its budget and compare the verdicts "
+                        "with those of the same models stopped when learned (--stop learned); one JSON per task in "
+                        "--out, then the table of every file there (docs/defaults.md)")  # fmt: skip
+    p.add_argument("--out", default="docs/data/stop_verdicts", metavar="DIR",
+                   help="directory of --stop-verdicts' JSON files (default docs/data/stop_verdicts)")
     p.add_argument("--suite-args", default="", metavar="ARGS",
                    help="extra pytest options for --tasks runs, e.g. '--steps 100'")
     p.set_defaults(func=_bench)

@@ -153,8 +153,11 @@ def train(
     progress: bool | None = None,
     progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     description: str = "train",
+    on_point: Callable[[TrainInfo], None] | None = None,
 ) -> TrainInfo:
     """Train ``model`` on ``task`` in place. A non-finite loss stops training with status "diverged".
+    ``on_point(info)`` is called after each learning-curve point is appended (the model in train mode, between two
+    steps); it may read the model and ``info`` but must not change them.
 
     Each step's forward gets the task's annotations and the positions generator, from which an encoding that reads
     annotations draws its training offsets (:meth:`~pebench.encodings.base.PositionalEncoding.embed_annotations`);
@@ -205,6 +208,8 @@ def train(
                 info.curve.append(point)
                 info.final_loss = acc.last_loss
                 bar.set_postfix(loss=f"{point['loss']:.3f}", acc=f"{point['accuracy']:.3f}")
+                if on_point is not None:
+                    on_point(info)
                 reason = rule.check(info.curve, step + 1, cfg.steps)
                 if reason is not None:
                     info.stop_reason = reason

@@ -1,5 +1,6 @@
 """``pebench bench``: step throughput against Hugging Face Llama (:mod:`~pebench.bench.throughput`), and the wall
-time and in-distribution verdicts of the suite's quick tier (:mod:`~pebench.bench.tasks`)."""
+time and in-distribution verdicts of the suite's quick tier (:mod:`~pebench.bench.tasks`), and the verdicts of
+models stopped when learned against their budget runs (:mod:`~pebench.bench.stopping`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ def main(args: argparse.Namespace) -> int:
         from pebench.bench import scale
 
         return scale.main(args)
+    if getattr(args, "stop_verdicts", None):
+        from pathlib import Path
+
+        from pebench.bench import stopping
+
+        names = tasks.resolve_names(args.stop_verdicts, "task")
+        encs = tasks.resolve_names(args.encodings, "encoding") if args.encodings else list(tasks.CORE_ENCODINGS)
+        return stopping.main(",".join(names), encs, args.seeds, Path(args.out))
     if getattr(args, "tasks", None):
         return tasks.main(args.tasks, args.encodings, shlex.split(args.suite_args or ""))
     status = throughput.main(args)

@@ -9,14 +9,16 @@ import sys
 
 import pebench.results as results
 
+TINY = ("--d-model", "32", "--heads", "2", "--eval-samples", "32", "--val-batches", "0")
+
 
 def test_stop_reason_and_steps_are_stored_and_shown(run_suite, tmp_path):
     db = f"sqlite:///{tmp_path}/r.db"
     res = run_suite("-k", "L64", "--encoding", "rope", "--task", "k_back", "--stop", "learned", "--db", db,
-                    "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+                    "--cache-dir", str(tmp_path / "c"), *TINY, "--lr", "1e-2", "--batch-size", "16", "--steps", "150")
     assert res.returncode == 0, res.stdout + res.stderr
     (row,) = results.load(db).to_dict("records")
-    assert row["metrics"]["stop_reason"] == "learned" and row["train_steps"] < 200  # k_back's budget
+    assert row["metrics"]["stop_reason"] == "learned" and row["train_steps"] < 150
     assert row["config"]["train"]["stop"]["rule"] == "learned"
     out = subprocess.run([sys.executable, "-m", "pebench", "results", "--db", db], capture_output=True, text=True,
                          check=True).stdout  # fmt: skip
@@ -27,13 +29,13 @@ def test_stop_reason_and_steps_are_stored_and_shown(run_suite, tmp_path):
 
     render_report(db, tmp_path / "r.html", None)
     page = (tmp_path / "r.html").read_text()
-    assert f"1 learned · {row['train_steps']} of 200 steps" in page and "A line that ends before" in page
+    assert f"1 learned · {row['train_steps']} of 150 steps" in page and "A line that ends before" in page
 
 
 def test_auto_seeds_add_seeds_only_where_open_and_say_why(run_suite, tmp_path):
     db = f"sqlite:///{tmp_path}/r.db"
     args = ("-k", "L64", "--encoding", "rope,alibi", "--task", "k_back", "--steps", "4", "--seeds", "auto:2",
-            "--db", db, "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+            "--db", db, "--cache-dir", str(tmp_path / "c"), *TINY)  # fmt: skip
     res = run_suite(*args)
     assert res.returncode == 0, res.stdout + res.stderr
     df = results.load(db)

@@ -1,0 +1,28 @@
+"""``pebench bench --stop-verdicts`` (issue 28, item 5): one budget run gives both sides, because the stopped model
+is the budget run's model at the stop step; the table compares verdicts and steps."""
+
+from __future__ import annotations
+
+import json
+
+from pebench.bench import stopping
+from pebench.runner import Case, Runner
+from pebench.settings import Settings
+
+
+def test_the_stopped_side_is_the_model_a_stop_run_trains(tmp_path):
+    tiny = {"d_model": 32, "n_heads": 2, "steps": 150, "lr": 1e-2, "batch_size": 16, "eval_samples": 32,
+            "val_batches": 0, "progress": False}  # fmt: skip
+    data = stopping.measure("k_back", ["rope"], 1, settings=Settings(**tiny))
+    (row,) = data["rows"]
+    assert row["stop_reason"] == "learned" and row["stop_steps"] < row["budget_steps"] == 150
+    # the same case trained by the runner with --stop learned: same steps, same scores at every quick length
+    runner = Runner(Settings(**tiny, stop="learned"))
+    record = {L: runner.run(Case("rope", "k_back", L, 0)) for L in (64, 128, 256)}
+    assert record[64].train_steps == row["stop_steps"] and record[64].metrics["stop_reason"] == "learned"
+    for L, rec in record.items():
+        assert rec.score == row["stop"][L]
+    (tmp_path / "k_back.json").write_text(json.dumps(data))
+    text = stopping.table([tmp_path / "k_back.json"])
+    assert "| k_back | 1 | rope learned |" in text and f"150 -> {row['stop_steps']}" in text
+    assert "1 of 1 cells keep their verdict, 3 of 3 columns their marked winner" in text
