@@ -61,9 +61,9 @@ def measure(task_name: str, encs: Sequence[str], seeds: int, rule: str = "learne
                 if not snap and (why := stop.check(info.curve, info.steps, budget.steps)) is not None:
                     snap.update(state=copy.deepcopy(model.state_dict()), steps=info.steps, reason=why)
 
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             info = train(model, task, budget, seed=seed, device=runner.device, progress=False, on_point=on_point)
-            wall = time.perf_counter() - start
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
             full = _scores(runner, model, task_name, seed)
             if snap:
                 model.load_state_dict(snap["state"])
@@ -72,7 +72,8 @@ def measure(task_name: str, encs: Sequence[str], seeds: int, rule: str = "learne
                 stopped = full
             rows.append({"encoding": enc, "seed": seed, "budget": full, "stop": stopped, "status": info.status,
                          "budget_steps": info.steps, "stop_steps": snap.get("steps", info.steps),
-                         "stop_reason": snap.get("reason", "budget"), "train_wall_s": round(wall, 2)})  # fmt: skip
+                         "stop_reason": snap.get("reason", "budget"), "train_wall_s": round(wall, 2),
+                         "train_cpu_s": round(cpu, 2)})  # fmt: skip
             print(f"{task_name} {enc} s{seed}: {info.steps} -> {rows[-1]['stop_steps']} steps "
                   f"({rows[-1]['stop_reason']}), at {task.train_length}: {full[task.train_length]:.3f} -> "
                   f"{stopped[task.train_length]:.3f}", flush=True)  # fmt: skip
