@@ -16,6 +16,9 @@ The model calls these hooks and never looks at an encoding's name:
 * :meth:`PositionalEncoding.attn_bias_from_hidden` -- an additive bias on the attention scores computed from the
   hidden states entering the layer's attention (after its norm), for encodings with :attr:`reads_hidden` (FoX's
   forget gates); added to :meth:`~PositionalEncoding.attn_bias`'s;
+* :meth:`PositionalEncoding.key_bias_from_hidden` -- optional beside it: the same bias as a per-key bias ``b_j`` when
+  it differs from one only by a constant per query row (FoX's ``c_i - c_j``), which softmax cannot tell apart; the
+  model then builds the bias block by block from a ``(B, H, T)`` vector;
 * :meth:`PositionalEncoding.attention_weights` -- the attention weights from the (biased, causally masked) scores,
   replacing softmax, for encodings with :attr:`custom_attention_weights` (stick-breaking attention);
 * :meth:`PositionalEncoding.on_step` -- the training step, for schedules;
@@ -207,6 +210,20 @@ class PositionalEncoding(nn.Module):
         for no bias. Entries of keys after a query are masked by the model whatever they hold."""
         return None
 
+    def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
+        """Optional, only for encodings with :attr:`reads_hidden`: a per-key bias ``b`` ``(B, H, T)`` such that
+        ``attn_bias_from_hidden(x, positions, layer)[..., i, j] - b[..., j]`` is the same for every visible key
+        ``j <= i`` of a row ``i`` (a bias ``c_i - c_j`` gives ``b_j = -c_j``). Softmax ignores a constant per row, so
+        the attention is the same with either; the model uses ``b`` where that pays and the full bias elsewhere.
+        Default None: the encoding has no such form.
+
+        The model uses ``b`` in its blocked attention (CPU and packed seeds, in training): the bias of a block of
+        query rows is ``b_j - b_i``, built from the ``(B, H, T)`` vector block by block, so neither a ``(B, H, T, T)``
+        bias nor its gradient is ever built (FoX at seq 256: 0.42x -> 0.7x of HF Llama's step throughput, measured
+        with ``pebench bench``). Ignored with :attr:`custom_attention_weights` (not softmax, so not invariant to a
+        constant per row)."""
+        return None
+
     def attention_weights(self, scores: Tensor, start: int) -> Tensor:
         """Only for encodings with :attr:`custom_attention_weights`: the attention weights of query rows
         ``start .. start + R - 1`` against keys ``0 .. S - 1`` (``S >= start + R``) from their scores ``(B, H, R, S)``:
@@ -300,6 +317,9 @@ class Wrapper(PositionalEncoding):
 
     def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
         return self.inner.attn_bias_from_hidden(x, positions, layer)
+
+    def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
+        return self.inner.key_bias_from_hidden(x, positions, layer)
 
     def attention_weights(self, scores: Tensor, start: int) -> Tensor:
         return self.inner.attention_weights(scores, start)

@@ -20,7 +20,11 @@ this data-dependent one; ``bias_init`` sets another starting b_f (e.g. 5: f ≈ 
 gate, output norm, QK-norm, key/value shift) are not part of the encoding.
 
 The encoding plugs in through :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_from_hidden`
-(``reads_hidden``). Index positions are not used, so shifting them changes nothing.
+(``reads_hidden``), and gives the same bias per key through
+:meth:`~pebench.encodings.base.PositionalEncoding.key_bias_from_hidden`: softmax ignores the row's constant c_i, so
+D_ij and -c_j give the same attention, and the model builds the bias of each block of query rows from the
+``(B, H, T)`` vector -c instead of a ``(B, H, T, T)`` tensor (docs/speed.md). Index positions are not used, so
+shifting them changes nothing.
 """
 
 from __future__ import annotations
@@ -64,3 +68,6 @@ class FoX(PositionalEncoding):
 
     def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor:
         return forget_bias(self.log_gates(x, layer))
+
+    def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor:
+        return -self.log_gates(x, layer).cumsum(-1)  # D_ij = c_i - c_j: the row's c_i drops out of the softmax

@@ -39,6 +39,56 @@ from pebench.encodings.base import PositionalEncoding
 from pebench.encodings.registry import register
 from pebench.options import Option
 
+_SUBNORMAL = -40.0
+"""Log weights below it (weights under 4e-18) are set to 0: ten orders of magnitude below float32's resolution of a
+row's sum, so the output is the same, while letting them fall to subnormal floats (under 1.2e-38, in the weights or
+in their gradients) made the CPU's matmuls with them several times slower (the default model's training step at seq
+256: 1026 ms -> 578 ms with this and the hand-written backward, measured on the 2-core CPU)."""
+
+
+class _StickBreaking(torch.autograd.Function):
+    """The stick-breaking weights with a backward written from the formula, so training keeps two ``(R, S)`` tensors
+    per block (z and the weights) and runs six passes over them, where autograd through the log-space forward kept
+    about ten and ran about twenty (docs/speed.md).
+
+    Forward, with z = -inf on the keys j >= i (so softplus(z) = 0 and the weight exp(-inf) = 0 there):
+    log A_ij = log σ(z_ij) - Σ_{j<k<i} softplus(z_ik) = z_ij - Σ_{j<=k<i} softplus(z_ik)  (log σ(z) = z - softplus(z)).
+    Backward: with G the gradient of A (on the leftover, each earlier weight's gradient less the diagonal's, since
+    the leftover is 1 - Σ_j A_ij), dlogA = G ⊙ A and, as z_ik enters every log A_ij with j <= k,
+    dz_ij = dlogA_ij - σ(z_ij) · Σ_{j'<=j} dlogA_ij'."""
+
+    generate_vmap_rule = True  # packed seeds
+
+    @staticmethod
+    def forward(z: Tensor, start: int, remainder: bool) -> tuple[Tensor, Tensor]:  # type: ignore[override]
+        after = F.softplus(z).flip(-1).cumsum(-1).flip(-1)  # Σ_{k>=j} over the earlier keys (0 past them)
+        log_weights = z - after
+        weights = log_weights.masked_fill_(log_weights < _SUBNORMAL, float("-inf")).exp_()
+        if not remainder:
+            return weights, weights.new_zeros(())
+        leftover = 1.0 - weights.sum(-1)  # >= 0 but for float rounding
+        weights.diagonal(offset=start, dim1=-2, dim2=-1).add_(leftover.clamp_min(0.0))  # the diagonal held 0
+        return weights, leftover
+
+    @staticmethod
+    def setup_context(ctx: torch.autograd.function.FunctionCtx, inputs: tuple, output: tuple) -> None:
+        z, start, remainder = inputs
+        weights, leftover = output
+        ctx.save_for_backward(z, weights, leftover)
+        ctx.start, ctx.remainder = start, remainder
+        ctx.mark_non_differentiable(leftover)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor, _: Tensor) -> tuple:  # type: ignore[override]
+        z, weights, leftover = ctx.saved_tensors
+        if ctx.remainder:  # the leftover's share: -G_ii on each earlier key of rows where it was not clamped
+            own = grad.diagonal(offset=ctx.start, dim1=-2, dim2=-1) * (leftover >= 0)
+            grad = grad - own.unsqueeze(-1)
+        dlog = grad * weights  # the diagonal's weight is the leftover, whose own gradient is not through z
+        if ctx.remainder:
+            dlog.diagonal(offset=ctx.start, dim1=-2, dim2=-1).zero_()
+        return dlog - torch.sigmoid(z) * dlog.cumsum(-1), None, None
+
 
 def stick_breaking_weights(scores: Tensor, start: int, remainder: str = "self") -> Tensor:
     """Stick-breaking weights of query rows ``start .. start + R - 1`` against keys ``0 .. S - 1`` from their scaled
@@ -46,15 +96,8 @@ def stick_breaking_weights(scores: Tensor, start: int, remainder: str = "self") 
     r, s = scores.shape[-2:]
     query = torch.arange(start, start + r, device=scores.device).view(r, 1)
     key = torch.arange(s, device=scores.device).view(1, s)
-    earlier = key < query  # (R, S): j < i
-    z = scores.float().masked_fill(~earlier, 0.0)  # no -inf anywhere: finite values, zero gradient where masked
-    broken = F.softplus(z).masked_fill(~earlier, 0.0)  # -log(1 - β_ik)
-    after = broken.flip(-1).cumsum(-1).flip(-1)  # Σ_{k>=j} over the earlier keys
-    after = F.pad(after[..., 1:], (0, 1))  # Σ_{j<k<i}: the keys after j (the keys at or past i add 0)
-    weights = (F.logsigmoid(z) - after).exp().masked_fill(~earlier, 0.0)
-    if remainder == "self":
-        leftover = (1.0 - weights.sum(-1, keepdim=True)).clamp_min(0.0)  # >= 0 but for float rounding
-        weights = weights + leftover * (key == query)
+    z = scores.float().masked_fill(key >= query, float("-inf"))  # only the strictly earlier keys
+    weights, _ = _StickBreaking.apply(z, start, remainder == "self")
     return weights
 
 

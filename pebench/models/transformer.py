@@ -141,6 +141,14 @@ def add_bias(mask: Tensor | None, bias: Tensor | None, dtype: torch.dtype) -> Te
 BLOCK_ROWS = 64
 """Query rows per block of :func:`blocked_causal_attention`."""
 
+FAR_BIAS = -40.0
+"""The floor of a bias built by :meth:`Attention.hidden_rows` from a per-key bias. A key that far below the row's
+own (0 on the diagonal) has a softmax weight under e^-40 (4e-18) of the diagonal's, ten orders of magnitude below
+float32's resolution of the row's sum even summed over 1,000 keys, so the attention is the same. Without the floor a
+strong recency bias (FoX's, about -0.7 a token at initialisation) leaves the far keys' weights and their gradients
+as subnormal floats, which the CPU multiplies many times slower: FoX's training step at seq 256 took 1090 ms with a
+floor at -80 (the softmax's gradients still fall under 1e-38) and 514 ms at -40 (the default model, 2-core CPU)."""
+
 
 def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float,
                              dropout: float = 0.0, bias_rows: Callable[[Tensor, int], Tensor] | None = None,
@@ -177,6 +185,20 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
     return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-2)
 
 
+def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float, scale: float) -> Tensor:
+    """PyTorch's SDPA, causal (``mask`` None) or with a float mask. When q and k are wider than v (an encoding that
+    widens them, as PoPE), v is padded with zeros to their width and the output cut back: the fused kernels need
+    one head width, and without them SDPA falls back to its math path with the whole ``(T, T)`` attention (PoPE's
+    2·head_dim at seq 256: 162 ms -> 84 ms for the forward and backward of one layer's attention, measured on the
+    2-core CPU). The padded columns of the output are 0 and dropped, so the result is the same."""
+    width = v.shape[-1]
+    if q.shape[-1] != width:
+        v = F.pad(v, (0, q.shape[-1] - width))
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=dropout,
+                                       scale=scale)  # fmt: skip
+    return y if y.shape[-1] == width else y[..., :width]
+
+
 def needs_grad(t: Tensor) -> bool:
     """Whether a gradient will flow into ``t``: it requires one, or it is vmapped (packed seeds) under autograd,
     where ``requires_grad`` of the batched view does not say."""
@@ -193,7 +215,7 @@ class Attention(nn.Module):
 
     def scores_inputs(
         self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None,
-        bias: bool = True,
+        bias: bool = True, hidden: bool = True,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
         """q, k (after the encoding's transform), v, and the float attention mask (None: plain causal).
 
@@ -201,7 +223,8 @@ class Attention(nn.Module):
         (:attr:`~pebench.encodings.base.PositionalEncoding.bias_shared_by_layers`), the first layer's mask is kept
         there and the later layers reuse it; a bias from the hidden states
         (:meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_from_hidden`) is added in every layer.
-        ``bias=False``: the mask is not built (None), for a caller that asks the encoding for its bias by rows."""
+        ``bias=False``: the encoding's own bias is not built, ``hidden=False``: the bias from the hidden states is not
+        added, for a caller that asks for them by rows (:meth:`hidden_rows`); with neither the mask is None."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe.transform_qk(q, k, positions, self.layer)
@@ -214,9 +237,25 @@ class Attention(nn.Module):
             mask = add_bias(None, pe.attn_bias(q, k, positions, self.layer), q.dtype)
             if reuse:
                 shared["mask"] = mask  # type: ignore[index]
-        if pe.reads_hidden:
+        if pe.reads_hidden and hidden:
             mask = add_bias(mask, pe.attn_bias_from_hidden(x, positions, self.layer), q.dtype)
         return q, k, v, mask
+
+    def hidden_rows(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Callable[[int, int], Tensor] | None:
+        """The bias from the hidden states as a function of a block of query rows ``(start, stop)`` ->
+        ``(B, H, stop - start, stop)``; None when the encoding has none. From the encoding's per-key form ``b``
+        (:meth:`~pebench.encodings.base.PositionalEncoding.key_bias_from_hidden`) when it has one, as
+        ``b_j - b_i``: the row's constant is chosen so the diagonal is 0 (the values stay as small as the full
+        bias's, FoX's ``c_i - c_j`` exactly), and no ``(B, H, T, T)`` bias and gradient is ever built."""
+        if not pe.reads_hidden:
+            return None
+        key_bias = None if pe.custom_attention_weights else pe.key_bias_from_hidden(x, positions, self.layer)
+        if key_bias is not None:
+            return lambda start, stop: (key_bias[..., None, :stop] - key_bias[..., start:stop, None]).clamp_min(
+                FAR_BIAS
+            )
+        full = pe.attn_bias_from_hidden(x, positions, self.layer)
+        return lambda start, stop: full[..., start:stop, :stop]  # type: ignore[index]
 
     def forward(
         self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
@@ -224,14 +263,21 @@ class Attention(nn.Module):
         b, t, d = x.shape
         dropout = self.dropout if self.training else 0.0
         weights = pe.attention_weights if pe.custom_attention_weights else None
-        if pe.bias_by_rows and (x.device.type == "cpu" or torch._C._functorch.is_batchedtensor(x)):
-            q, k, v, _ = self.scores_inputs(x, positions, pe, shared, bias=False)
-            hidden = pe.attn_bias_from_hidden(x, positions, self.layer) if pe.reads_hidden else None
+        on_rows = x.device.type == "cpu" or torch._C._functorch.is_batchedtensor(x)
+        if on_rows and (pe.bias_by_rows or pe.reads_hidden and torch.is_grad_enabled()):
+            # the bias by blocks of query rows: a content bias from the block's scores, and the bias from the hidden
+            # states (with a gradient: a dense mask would make SDPA fall back to its math path)
+            q, k, v, mask = self.scores_inputs(x, positions, pe, shared, bias=not pe.bias_by_rows, hidden=False)
+            hidden = self.hidden_rows(x, positions, pe)
 
             def rows(scores: Tensor, start: int) -> Tensor:
                 stop = start + scores.shape[-2]
-                out = pe.attn_bias_rows(scores, q[..., start:stop, :], k[..., :stop, :], positions, self.layer, start)
-                return out if hidden is None else out + hidden[..., start:stop, :stop]
+                if pe.bias_by_rows:
+                    out = pe.attn_bias_rows(scores, q[..., start:stop, :], k[..., :stop, :], positions, self.layer,
+                                            start)  # fmt: skip
+                else:
+                    out = scores.new_zeros(()) if mask is None else mask[..., start:stop, :stop].float()
+                return out if hidden is None else out + hidden(start, stop)
 
             y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights)
             return self.out(y.transpose(1, 2).reshape(b, t, d))
@@ -244,9 +290,7 @@ class Attention(nn.Module):
         elif mask is not None and q.device.type == "cpu" and needs_grad(mask):
             y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout)
         else:
-            y = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=dropout, scale=pe.attn_scale
-            )
+            y = sdpa(q, k, v, mask, dropout, pe.attn_scale)
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
     def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:

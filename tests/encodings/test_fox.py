@@ -40,6 +40,19 @@ def test_the_bias_is_the_sum_of_log_gates_between_key_and_query():
                     assert abs(float(bias[batch, h, i, j]) - want) < 1e-4, (batch, h, i, j)
 
 
+def test_the_per_key_bias_differs_from_the_full_bias_by_a_constant_per_row():
+    pe = built()
+    with torch.no_grad():
+        pe.gate_bias.add_(torch.randn_like(pe.gate_bias))
+    x = torch.randn(2, 9, D, generator=torch.Generator().manual_seed(4))
+    full = pe.attn_bias_from_hidden(x, torch.arange(9), 1).detach()
+    per_key = pe.key_bias_from_hidden(x, torch.arange(9), 1).detach()
+    assert per_key.shape == (2, HEADS, 9)
+    for i in range(9):  # over the visible keys j <= i, D_ij - b_j is the row's constant (c_i)
+        row = full[..., i, : i + 1] - per_key[..., : i + 1]
+        torch.testing.assert_close(row, row[..., :1].expand_as(row), atol=1e-5, rtol=0)
+
+
 def test_a_constant_gate_is_alibi_with_slope_minus_log_f():
     pe = built()
     f = torch.tensor([0.5, 0.9, 0.99, 0.999])
@@ -68,13 +81,13 @@ def test_the_model_adds_the_gate_bias_in_every_layer_and_ignores_positions():
                         encodings.build("fox", CTX)).eval()
     tokens = torch.randint(0, VOCAB, (2, 10), generator=torch.Generator().manual_seed(2))
     asked = []
-    original = model.encoding.attn_bias_from_hidden
+    original = model.encoding.log_gates
 
-    def spy(x: torch.Tensor, positions: torch.Tensor, layer: int) -> torch.Tensor:
+    def spy(x: torch.Tensor, layer: int) -> torch.Tensor:
         asked.append(layer)
-        return original(x, positions, layer)
+        return original(x, layer)
 
-    model.encoding.attn_bias_from_hidden = spy  # type: ignore[method-assign]
+    model.encoding.log_gates = spy  # type: ignore[method-assign]
     with torch.no_grad():
         before = model(tokens)
         assert asked == list(range(LAYERS))

@@ -59,6 +59,61 @@ def test_weights_equal_the_product_formula_and_rows_sum_to_at_most_one(remainder
         torch.testing.assert_close(got.sum(-1), torch.ones(9, dtype=torch.float64))
 
 
+def product_formula_torch(z: torch.Tensor, remainder: str) -> torch.Tensor:
+    """The stick-breaking product of square float64 scores ``(T, T)`` in differentiable torch ops (loops, no log
+    space), for the gradient reference."""
+    t = z.shape[0]
+    beta = torch.sigmoid(z)
+    rows = []
+    for i in range(t):
+        row = []
+        for j in range(t):
+            if j < i:
+                w = beta[i, j]
+                for k in range(j + 1, i):
+                    w = w * (1 - beta[i, k])
+                row.append(w)
+            else:
+                row.append(z.new_zeros(()))
+        rows.append(torch.stack(row))
+    a = torch.stack(rows)
+    if remainder == "self":
+        a = a + torch.diag(1 - a.sum(-1))
+    return a
+
+
+@pytest.mark.parametrize("remainder", ["self", "drop"])
+def test_the_hand_written_backward_equals_the_gradient_of_the_product(remainder: str):
+    gen = torch.Generator().manual_seed(3)
+    z = (2 * torch.randn(8, 8, generator=gen, dtype=torch.float64)).requires_grad_()
+    upstream = torch.randn(8, 8, generator=gen, dtype=torch.float64)
+    (product_formula_torch(z, remainder) * upstream).sum().backward()
+    want = z.grad.clone()
+    z.grad = None
+    (stick_breaking_weights(z, 0, remainder).double() * upstream).sum().backward()
+    torch.testing.assert_close(z.grad, want, atol=1e-5, rtol=1e-4)
+    # a block of rows (start > 0) against its keys, and packed seeds (vmap) give the same gradient
+    block = z.detach()[3:, :].clone().requires_grad_()
+    (stick_breaking_weights(block, 3, remainder).double() * upstream[3:]).sum().backward()
+    torch.testing.assert_close(block.grad, want[3:], atol=1e-5, rtol=1e-4)
+    packed = z.detach().expand(2, 8, 8).clone().requires_grad_()
+    out = torch.func.vmap(lambda s: stick_breaking_weights(s, 0, remainder))(packed)
+    (out.double() * upstream).sum().backward()
+    torch.testing.assert_close(packed.grad, want.expand(2, 8, 8), atol=1e-5, rtol=1e-4)
+
+
+def test_weights_under_e_minus_40_are_zero_and_the_rest_unchanged():
+    # a long row of confident breaks (σ(6) ≈ 0.9975 each): key i-1-n keeps (1 - 0.9975)^n of the stick, e^-6n
+    z = torch.full((1, 30), 6.0, dtype=torch.float64)
+    got = stick_breaking_weights(z, 29, "drop").double()[0]
+    log_formula = [math.log(sigmoid(6.0)) - (29 - 1 - j) * math.log1p(math.exp(6.0)) for j in range(29)]
+    for j, lw in enumerate(log_formula):
+        if lw < -40.5:
+            assert got[j] == 0.0, j  # no subnormal floats: they slow the CPU's matmuls many times over
+        elif lw > -39.5:
+            assert abs(math.log(float(got[j])) - lw) < 1e-4, j
+
+
 def test_large_scores_stay_finite_and_a_block_of_rows_equals_the_full_rows():
     z = 40 * torch.randn(2, 3, 70, 70, generator=torch.Generator().manual_seed(1))
     full = stick_breaking_weights(z, 0)
