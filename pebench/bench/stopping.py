@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from pebench import metrics
-from pebench.analysis import noise, scoring
+from pebench.analysis import noise, scoring, seeds
 from pebench.runner import Case, Runner
 from pebench.settings import Settings
 from pebench.stopping import StopRule
@@ -84,56 +84,107 @@ def measure(task_name: str, encs: Sequence[str], seeds: int, rule: str = "learne
             "rows": rows}  # fmt: skip
 
 
-def verdicts(data: dict[str, Any], side: str) -> tuple[dict[str, str], dict[int, str | None]]:
-    """(encoding -> learned / partly / not learned, length -> the marked winner or None) of one side."""
+def _normalised(data: dict[str, Any], side: str) -> dict[str, dict[int, dict[int, float]]]:
+    """encoding -> evaluated length -> seed -> normalised score of one side (0 chance, 1 perfect)."""
     m = metrics.of_result(data["metric"], data["higher_is_better"])
-    sigma = noise.task_sigma(data["task"], data["config"])
-
-    def norm(score: float) -> float | None:
-        return scoring.normalised(score, m, data["chance"], "ok", data["vocab_size"])
-
-    encs = sorted({r["encoding"] for r in data["rows"]})
-    lengths = sorted({int(L) for r in data["rows"] for L in r[side]})
-    per: dict[str, dict[int, list[float]]] = {e: {L: [] for L in lengths} for e in encs}
+    per: dict[str, dict[int, dict[int, float]]] = {}
     for r in data["rows"]:
         for L, v in r[side].items():
-            if (n := norm(v)) is not None:
-                per[r["encoding"]][int(L)].append(n)
-    learned = {e: scoring.learned_verdict(scoring.mean(per[e][data["train_length"]])) for e in encs}
+            if (n := scoring.normalised(v, m, data["chance"], "ok", data["vocab_size"])) is not None:
+                per.setdefault(r["encoding"], {}).setdefault(int(L), {})[r["seed"]] = n
+    return per
+
+
+def auto_seeds(data: dict[str, Any], side: str, most: int) -> dict[str, int]:
+    """encoding -> how many seeds ``--seeds auto:most`` would have run, replayed on the measured seeds of one side:
+    seed 0 everywhere, then seed k only for the cells :func:`pebench.analysis.seeds.undecided` leaves open on the
+    seeds below k that they ran (as :mod:`pebench.suite.adaptive` decides in a run)."""
+    per = _normalised(data, side)
+    sigma = noise.task_sigma(data["task"], data["config"])
+    used = dict.fromkeys(per, 1)
+    for k in range(1, min(most, len({r["seed"] for r in data["rows"]}))):  # as far as seeds were measured
+        seen = {e: {L: {s: v for s, v in by.items() if s < min(used[e], k)} for L, by in lengths.items()}
+                for e, lengths in per.items()}  # fmt: skip
+        added = [e for e in seeds.undecided(seen, data["train_length"], sigma) if used[e] == k]
+        if not added:
+            break
+        for e in added:
+            used[e] = k + 1
+    return used
+
+
+def verdicts(data: dict[str, Any], side: str, used: dict[str, int] | None = None
+             ) -> tuple[dict[str, str], dict[int, str | None]]:  # fmt: skip
+    """(encoding -> learned / partly / not learned, length -> the marked winner or None) of one side, on every seed
+    or on the first ``used[encoding]`` seeds of each encoding."""
+    sigma = noise.task_sigma(data["task"], data["config"])
+    per = _normalised(data, side)
+    encs = sorted(per)
+    lengths = sorted({L for e in encs for L in per[e]})
+
+    def values(e: str, L: int) -> list[float]:
+        return [v for s, v in sorted(per[e].get(L, {}).items()) if used is None or s < used[e]]
+
+    learned = {e: scoring.learned_verdict(scoring.mean(values(e, data["train_length"]))) for e in encs}
     winners = {}
     for L in lengths:
-        flags = noise.marked_best([per[e][L] for e in encs], sigma)
+        flags = noise.marked_best([values(e, L) for e in encs], sigma)
         winners[L] = encs[flags.index(True)] if any(flags) else None
     return learned, winners
 
 
-def table(paths: Sequence[Path]) -> str:
-    """The markdown comparison of the JSON files ``paths`` (see the module docstring)."""
-    lines = ["| task | seeds | verdict of each encoding, budget -> stop | marked winner per length, budget -> stop | "
-             "training steps, budget -> stop |", "|---|---|---|---|---|"]
-    cells = same_cells = cols = same_cols = 0
-    steps_old = steps_new = 0
+def table(paths: Sequence[Path], most: int = 3) -> str:
+    """The markdown comparison of the JSON files ``paths`` (see the module docstring): budget (every seed) against
+    stop when learned (every seed), and against stop when learned with ``--seeds auto:most`` replayed
+    (:func:`auto_seeds`); the cost is the training steps, which take the same time each on a side."""
+    lines = ["| task | seeds | verdict of each encoding: budget -> stop -> stop + seeds auto | marked winner per "
+             "length: budget -> stop -> stop + seeds auto | seeds auto: seeds per encoding | training steps: budget, "
+             "stop, stop + seeds auto |", "|---|---|---|---|---|---|"]  # fmt: skip
+    count = dict.fromkeys(("cells", "cols", "same_stop", "same_auto", "cols_stop", "cols_auto"), 0)
+    steps = {"budget": 0, "stop": 0, "auto": 0}
+    cpu = 0.0
     for path in sorted(paths):
         data = json.loads(path.read_text())
+        used = auto_seeds(data, "stop", most)
         old_v, old_w = verdicts(data, "budget")
-        new_v, new_w = verdicts(data, "stop")
-        encs = list(dict.fromkeys(r["encoding"] for r in data["rows"]))
-        v_text = ", ".join(f"{e} {old_v[e]}" + ("" if old_v[e] == new_v[e] else f" -> **{new_v[e]}**") for e in encs)
-        w_text = ", ".join(f"{L}: {old_w[L] or 'tie'}"
-                           + ("" if old_w[L] == new_w[L] else f" -> **{new_w[L] or 'tie'}**")
-                           for L in sorted(old_w))  # fmt: skip
-        s_old = sum(r["budget_steps"] for r in data["rows"])
-        s_new = sum(r["stop_steps"] for r in data["rows"])
-        steps_old, steps_new = steps_old + s_old, steps_new + s_new
-        cells += len(encs)
-        same_cells += sum(old_v[e] == new_v[e] for e in encs)
-        cols += len(old_w)
-        same_cols += sum(old_w[L] == new_w[L] for L in old_w)
-        seeds = len({r["seed"] for r in data["rows"]})
-        lines.append(f"| {data['task']} | {seeds} | {v_text} | {w_text} | {s_old} -> {s_new} ({s_new / s_old:.2f}) |")
-    if cells:
-        lines.append(f"\n{same_cells} of {cells} cells keep their verdict, {same_cols} of {cols} columns their marked "
-                     f"winner; training steps {steps_old} -> {steps_new} ({steps_new / max(steps_old, 1):.2f}).")
+        stop_v, stop_w = verdicts(data, "stop")
+        auto_v, auto_w = verdicts(data, "stop", used)
+
+        def tie(w: str | None) -> str:
+            return w or "tie"
+
+        v_text = ", ".join(f"{e} {old_v[e]}" + ("" if stop_v[e] == old_v[e] else f" -> **{stop_v[e]}**")
+                           + ("" if auto_v[e] == stop_v[e] else f" -> auto **{auto_v[e]}**")
+                           for e in old_v)  # fmt: skip
+        w_text = ", ".join(f"{L}: {tie(old_w[L])}" + ("" if stop_w[L] == old_w[L] else f" -> **{tie(stop_w[L])}**")
+                           + ("" if auto_w[L] == stop_w[L] else f" -> auto **{tie(auto_w[L])}**")
+                           for L in old_w)  # fmt: skip
+        s_task = {"budget": sum(r["budget_steps"] for r in data["rows"]),
+                  "stop": sum(r["stop_steps"] for r in data["rows"]),
+                  "auto": sum(r["stop_steps"] for r in data["rows"] if r["seed"] < used[r["encoding"]])}  # fmt: skip
+        for k in steps:
+            steps[k] += s_task[k]
+        cpu += sum(r.get("train_cpu_s", 0.0) for r in data["rows"])
+        count["cells"] += len(old_v)
+        count["same_stop"] += sum(old_v[e] == stop_v[e] for e in old_v)
+        count["same_auto"] += sum(old_v[e] == auto_v[e] for e in old_v)
+        count["cols"] += len(old_w)
+        count["cols_stop"] += sum(old_w[L] == stop_w[L] for L in old_w)
+        count["cols_auto"] += sum(old_w[L] == auto_w[L] for L in old_w)
+        seeds_n = len({r["seed"] for r in data["rows"]})
+        b = s_task["budget"]
+        lines.append(f"| {data['task']} | {seeds_n} | {v_text} | {w_text} | "
+                     f"{', '.join(f'{e} {n}' for e, n in sorted(used.items()))} | "
+                     f"{b}, {s_task['stop']} ({s_task['stop'] / b:.2f}), {s_task['auto']} ({s_task['auto'] / b:.2f}) |")
+    if count["cells"]:
+        b = max(steps["budget"], 1)
+        lines.append(
+            f"\nStop when learned: {count['same_stop']} of {count['cells']} cells keep their verdict, "
+            f"{count['cols_stop']} of {count['cols']} columns their marked winner, training steps "
+            f"{steps['budget']} -> {steps['stop']} ({steps['stop'] / b:.2f}). With seeds auto:{most} as well: "
+            f"{count['same_auto']} of {count['cells']} cells, {count['cols_auto']} of {count['cols']} columns, "
+            f"{steps['auto']} steps ({steps['auto'] / b:.2f} of the budget side's). The budget side's training "
+            f"took {cpu / 60:.0f} CPU-minutes.")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -24,5 +24,22 @@ def test_the_stopped_side_is_the_model_a_stop_run_trains(tmp_path):
         assert rec.score == row["stop"][L]
     (tmp_path / "k_back.json").write_text(json.dumps(data))
     text = stopping.table([tmp_path / "k_back.json"])
-    assert "| k_back | 1 | rope learned |" in text and f"150 -> {row['stop_steps']}" in text
+    assert "| k_back | 1 | rope learned |" in text and f"| rope 1 | 150, {row['stop_steps']} (" in text
     assert "1 of 1 cells keep their verdict, 3 of 3 columns their marked winner" in text
+
+
+def test_seeds_auto_is_replayed_on_the_measured_seeds():
+    # two encodings, three seeds: "a" learns the task in every seed, "b" sits at the learned threshold (0.5), so its
+    # call stays open and it takes every seed; "a" is decided after seed 0 (no spread is measured for this task
+    # name, so from two seeds on each cell's own spread counts)
+    def row(enc, seed, score):
+        return {"encoding": enc, "seed": seed, "budget": {"4": score}, "stop": {"4": score}, "budget_steps": 100,
+                "stop_steps": 60, "stop_reason": "learned"}  # fmt: skip
+
+    data = {"task": "no_such_task_for_spread", "train_length": 4, "metric": "accuracy", "chance": 0.0,
+            "higher_is_better": True, "vocab_size": 10, "config": {},
+            "rows": [row("a", s, 1.0) for s in range(3)] + [row("b", s, v) for s, v in enumerate((0.5, 0.45, 0.55))]}
+    used = stopping.auto_seeds(data, "stop", 3)
+    assert used == {"a": 2, "b": 3}  # one seed decides nothing without a spread: "a" gets its second, then stops
+    learned, _ = stopping.verdicts(data, "stop", used)
+    assert learned == {"a": "learned", "b": "learned"}
