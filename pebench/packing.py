@@ -29,26 +29,22 @@ seed has stopped.
 from __future__ import annotations
 
 import contextlib
-import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.func import functional_call, vmap
-from tqdm.auto import tqdm
 
+from pebench.evaluation import Validation
 from pebench.models import Transformer
-from pebench.tasks.base import Task
+from pebench.tasks.base import Batch, Task
 from pebench.training import (
     TrainConfig,
     TrainInfo,
-    Validation,
-    lr_at,
+    make_optimizer,
     masked_loss_and_correct,
     precision_context,
-    read_back,
-    training_batch,
+    run,
 )
 
 
@@ -81,26 +77,61 @@ def clip_per_seed(grads: list[torch.Tensor], max_norm: float) -> torch.Tensor:
     return total
 
 
-@torch.no_grad()
-def _copy_seed(model: Transformer, stacked: dict[str, torch.Tensor], names: list[str], k: int) -> None:
-    """Copy seed ``k``'s slice of the stacked parameters into its own ``model``."""
-    params = dict(model.named_parameters())
-    for name in names:
-        params[name].copy_(stacked[name][k])
+class PackedStep:
+    """:class:`~pebench.training.Stepper` of K seeds packed into one batched model (see the module docstring): the
+    parameters stacked along a new leading dimension, one AdamW over the stacks (the same groups and betas as
+    :func:`~pebench.training.make_optimizer`, element-wise, so per seed as alone), the host model run once per step
+    under ``vmap`` and each seed's gradient clipped on its own (:func:`clip_per_seed`)."""
 
+    def __init__(self, models: list[Transformer], cfg: TrainConfig) -> None:
+        self.models = models
+        self.host = host = models[0]
+        self.names = [name for name, p in host.named_parameters() if p.requires_grad]
+        each = [dict(m.named_parameters()) for m in models]
+        self.stacked = {name: torch.stack([e[name].detach() for e in each]).requires_grad_() for name in self.names}
+        buffers = [dict(m.named_buffers()) for m in models]
+        self.varying = {name: torch.stack([b[name] for b in buffers]) for name, buf in buffers[0].items()
+                        if not all(torch.equal(buf, b[name]) for b in buffers[1:])}  # fmt: skip
+        self.opt = make_optimizer(host, cfg, params=self.stacked)
 
-def validation_sums(host: Transformer, val: Validation | None, stacked: dict[str, torch.Tensor],
-                    varying: dict[str, torch.Tensor], k: int, step: int) -> torch.Tensor:  # fmt: skip
-    """Seed ``k``'s :meth:`~pebench.training.Validation.sums` (its slice of the stacked parameters and buffers run
-    through the host model), on the device; nothing without validation."""
-    if val is None:
-        return torch.zeros(0, device=next(iter(stacked.values())).device)
-    own = {name: p[k].detach() for name, p in stacked.items()} | {name: b[k] for name, b in varying.items()}
+    def _one_seed(self, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], inputs: torch.Tensor,
+                  targets: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, ...]:  # fmt: skip
+        logits = functional_call(self.host, {**params, **buffers}, (inputs, positions))
+        loss, correct, scored = masked_loss_and_correct(logits, targets)
+        return loss, correct.sum(), scored.sum()
 
-    def forward(inputs: torch.Tensor, positions: torch.Tensor | None, annotations: Any = None) -> torch.Tensor:
-        return functional_call(host, own, (inputs, positions, annotations))
+    def step(self, batches: list[Batch], pos_gens: list[torch.Generator], cfg: TrainConfig, device: torch.device
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+        positions, pos_dim = _stack_positions([b.positions for b in batches])  # type: ignore[misc]
+        inputs = torch.stack([b.inputs for b in batches])
+        targets = torch.stack([b.targets for b in batches])
+        batched = vmap(self._one_seed, in_dims=(0, 0, 0, 0, pos_dim), randomness="different")
+        with precision_context(cfg.precision, device):
+            losses, correct, scored = batched(self.stacked, self.varying, inputs, targets, positions)
+        self.opt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        norms = clip_per_seed([p.grad for p in self.stacked.values() if p.grad is not None], cfg.grad_clip)
+        self.opt.step()
+        return losses, correct, scored, norms
 
-    return val.sums(host, forward, step)
+    def validation(self, k: int, val: Validation | None, step: int) -> torch.Tensor:
+        """Seed ``k``'s :meth:`~pebench.evaluation.Validation.sums`: its slice of the stacked parameters and buffers
+        run through the host model."""
+        if val is None:
+            return torch.zeros(0)
+        own = {name: p[k].detach() for name, p in self.stacked.items()} | {n: b[k] for n, b in self.varying.items()}
+
+        def forward(inputs: torch.Tensor, positions: torch.Tensor | None, annotations: Any = None) -> torch.Tensor:
+            return functional_call(self.host, own, (inputs, positions, annotations))
+
+        return val.sums(self.host, forward, step)
+
+    @torch.no_grad()
+    def release(self, k: int) -> None:
+        """Copy seed ``k``'s slice of the stacked parameters into its own model."""
+        params = dict(self.models[k].named_parameters())
+        for name in self.names:
+            params[name].copy_(self.stacked[name][k])
 
 
 def train_packed(
@@ -113,122 +144,12 @@ def train_packed(
     progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     description: str = "train",
 ) -> list[TrainInfo]:
-    """Train ``models`` (seed ``seeds[k]``'s model at index k, each freshly built) on ``task`` together, in place.
-
-    Returns one :class:`~pebench.training.TrainInfo` per seed; a seed's wall time is its share (1/K) of the packed
-    run's, so its tokens/s is what it cost."""
-    from pebench.hashing import derive_seed
-
+    """Train ``models`` (seed ``seeds[k]``'s model at index k, each freshly built) on ``task`` together, in place:
+    the one training loop (:func:`pebench.training.run`) with a :class:`PackedStep`. Returns one
+    :class:`~pebench.training.TrainInfo` per seed; a seed's wall time is its share (1/K) of the packed run's, so its
+    tokens/s is what it cost."""
     if len(models) != len(seeds) or not models:
         raise ValueError("train_packed needs one model per seed")
-    n = len(models)
     for model in models:
         model.to(device).train()
-    host = models[0]
-    names = [name for name, p in host.named_parameters() if p.requires_grad]
-    each = [dict(m.named_parameters()) for m in models]
-    stacked = {name: torch.stack([e[name].detach() for e in each]).requires_grad_() for name in names}
-    host_buffers = dict(host.named_buffers())
-    varying = {name: torch.stack([dict(m.named_buffers())[name] for m in models])
-               for name, buf in host_buffers.items()
-               if not all(torch.equal(buf, dict(m.named_buffers())[name]) for m in models[1:])}  # fmt: skip
-    decay = [stacked[name] for name in names if each[0][name].dim() >= 2]
-    no_decay = [stacked[name] for name in names if each[0][name].dim() < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.lr, betas=(0.9, 0.95))
-    gens = [torch.Generator().manual_seed(derive_seed(s, "train", task.name)) for s in seeds]
-    pos_gens = [torch.Generator().manual_seed(derive_seed(s, "positions", task.name)) for s in seeds]
-
-    def one_seed(params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], inputs: torch.Tensor,
-                 targets: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, ...]:  # fmt: skip
-        logits = functional_call(host, {**params, **buffers}, (inputs, positions))
-        loss, correct, scored = masked_loss_and_correct(logits, targets)
-        return loss, correct.sum(), scored.sum()
-
-    dtype = torch.float32 if device.type == "mps" else torch.float64
-    sums = torch.zeros(n, 4, dtype=dtype, device=device)  # loss, correct, scored, steps per seed
-    first_bad = torch.full((n,), -1.0, dtype=dtype, device=device)
-    last = torch.zeros(n, dtype=dtype, device=device)
-    infos = [TrainInfo() for _ in seeds]
-    done = [False] * n
-    stopped = [False] * n  # stopped by the stop rule: its weights were copied out then
-    rule = cfg.stop_rule
-    interval = cfg.curve_interval
-    vals = [Validation.build(host, task, cfg, s, device) for s in seeds]
-    tokens = 0
-    ctx = progress_context() if progress_context is not None else contextlib.nullcontext()
-    start = time.perf_counter()
-    with ctx:
-        bar = tqdm(range(cfg.steps), desc=f"{description} (x{n} packed)", leave=False, dynamic_ncols=True,
-                   disable=progress is False if progress is not None else None)  # fmt: skip
-        for step in bar:
-            for group in opt.param_groups:
-                group["lr"] = lr_at(step, cfg)
-            host.set_step(step, cfg.steps)
-            batches = [training_batch(task, host, cfg.batch_size, gens[k], pos_gens[k], device) for k in range(n)]
-            positions, pos_dim = _stack_positions([b.positions for b in batches])  # type: ignore[misc]
-            inputs = torch.stack([b.inputs for b in batches])
-            targets = torch.stack([b.targets for b in batches])
-            batched = vmap(one_seed, in_dims=(0, 0, 0, 0, pos_dim), randomness="different")
-            with precision_context(cfg.precision, device):
-                losses, correct, scored = batched(stacked, varying, inputs, targets, positions)
-            opt.zero_grad(set_to_none=True)
-            losses.sum().backward()
-            norms = clip_per_seed([p.grad for p in stacked.values() if p.grad is not None], cfg.grad_clip)
-            opt.step()
-            tokens += batches[0].inputs.numel()
-            losses = losses.detach().to(dtype)
-            sums += torch.stack([losses, correct.to(dtype), scored.to(dtype), torch.ones_like(losses)], dim=1)
-            bad = ~(torch.isfinite(losses) & torch.isfinite(norms))
-            first_bad = torch.where(bad & (first_bad < 0), torch.full_like(first_bad, step), first_bad)
-            last = losses
-            for k in range(n):
-                if not done[k]:
-                    infos[k].steps = step + 1
-            if (step + 1) % interval == 0 or step + 1 == cfg.steps:
-                extras = [validation_sums(host, vals[k], stacked, varying, k, step + 1) for k in range(n)]
-                values = read_back(torch.cat([sums.flatten(), first_bad, last, *extras]))
-                extra_values = values[6 * n :]
-                sums.zero_()
-                for k in range(n):
-                    if done[k]:
-                        continue
-                    loss_sum, n_correct, n_scored, count = values[4 * k : 4 * k + 4]
-                    bad_step, last_loss = values[4 * n + k], values[5 * n + k]
-                    if bad_step >= 0:
-                        infos[k].status = infos[k].stop_reason = "diverged"
-                        infos[k].message = f"non-finite training loss or gradient norm at step {int(bad_step)}"
-                        infos[k].steps = int(bad_step)
-                        done[k] = True
-                        continue
-                    infos[k].curve.append({"step": step + 1, "loss": loss_sum / max(count, 1),
-                                           "accuracy": n_correct / max(n_scored, 1)})  # fmt: skip
-                    if vals[k] is not None:
-                        width = 5 * len(vals[k].lengths)  # type: ignore[union-attr]
-                        infos[k].curve[-1].update(vals[k].point(extra_values[k * width : (k + 1) * width]))  # type: ignore[union-attr]
-                    infos[k].final_loss = last_loss
-                    reason = rule.check(infos[k].curve, step + 1, cfg.steps)
-                    if reason is not None:  # this seed's weights now, as alone; the stack goes on for the others
-                        infos[k].stop_reason = reason
-                        _copy_seed(models[k], stacked, names, k)
-                        done[k] = stopped[k] = True
-                if all(done):
-                    break
-                live = [i.curve[-1]["loss"] for i, d in zip(infos, done, strict=True) if not d and i.curve]
-                if live:
-                    bar.set_postfix(loss=f"{sum(live) / len(live):.3f}")
-        bar.close()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    wall = time.perf_counter() - start
-    for k, model in enumerate(models):
-        if not stopped[k]:
-            _copy_seed(model, stacked, names, k)
-        model.eval()
-    for info in infos:
-        info.wall_time_s = wall / n
-        info.tokens_per_s = tokens / info.wall_time_s if info.wall_time_s > 0 else 0.0
-        info.packed_with = n
-        if not info.curve and info.status == "ok":
-            info.final_loss = math.nan
-    return infos
+    return run(PackedStep(models, cfg), task, cfg, seeds, device, progress, progress_context, description)

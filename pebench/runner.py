@@ -26,6 +26,7 @@ from pebench.device import pick_device, resolve_precision, worker_device
 from pebench.encodings.base import EncodingContext
 from pebench.encodings.registry import not_applicable
 from pebench.errors import ConfigError, PebenchError
+from pebench.evaluation import eval_positions, evaluate
 from pebench.hashing import config_hash, derive_seed
 from pebench.models import Transformer
 from pebench.packing import packable, train_packed
@@ -33,7 +34,7 @@ from pebench.settings import Settings
 from pebench.store import attention
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
-from pebench.training import TrainInfo, eval_positions, evaluate, train
+from pebench.training import TrainInfo, train
 
 Timer = Callable[[Callable[[], Any]], Any]
 """Wraps the call that trains a model, e.g. pytest-benchmark's ``benchmark.pedantic`` (see the suite)."""
@@ -73,16 +74,16 @@ def _source_files(*modules: Any) -> Iterable[Path]:
 
 
 def code_version(encoding_cls: type, task_cls: type) -> str:
-    """Hash of the source that affects training: model, trainer (with packing and the stop rule), the bases, this
-    encoding's and this task's modules."""
+    """Hash of the source that affects results: model, trainer (with packing and the stop rule), evaluation, the
+    bases, this encoding's and this task's modules."""
     import inspect
 
-    from pebench import models, packing, stopping, training
+    from pebench import evaluation, models, packing, stopping, training
     from pebench.encodings import base as enc_base
     from pebench.tasks import base as task_base
 
     h = hashlib.sha256()
-    files = [*_source_files(models, training, packing, stopping, enc_base, task_base)]
+    files = [*_source_files(models, training, packing, stopping, evaluation, enc_base, task_base)]
     for cls in (encoding_cls, task_cls):
         for klass in cls.__mro__:
             mod = inspect.getmodule(klass)
@@ -102,7 +103,7 @@ def attention_snapshot(
     (:func:`pebench.store.attention.encode`).
 
     The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
-    from (seed, "attention", task, length), its positions as in evaluation (:func:`pebench.training.eval_positions`,
+    from (seed, "attention", task, length), its positions as in evaluation (:func:`pebench.evaluation.eval_positions`,
     from a generator seeded from (seed, "attention positions", task, length)), then both (and the task's annotations)
     are cut to ``n_tokens``: attention is causal, so these rows equal the top-left block of the full sequence's maps.
     """

@@ -12,13 +12,14 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from pebench.errors import ConfigError
+from pebench.evaluation import Validation
 from pebench.models import Transformer
 from pebench.stopping import StopRule
 from pebench.tasks.base import IGNORE, Batch, Task
@@ -136,10 +137,14 @@ def masked_loss_and_correct(
     return loss, correct, scored
 
 
-def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.Optimizer:
-    """AdamW with weight decay on matrices only (not on norms, biases or 1-d encoding parameters)."""
-    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+def make_optimizer(model: Transformer, cfg: TrainConfig, params: dict[str, torch.Tensor] | None = None
+                   ) -> torch.optim.Optimizer:  # fmt: skip
+    """AdamW with weight decay on matrices only (not on norms, biases or 1-d encoding parameters). ``params``: the
+    tensors to optimise in place of the model's own trainable parameters, by name (packed seeds' stacks, whose
+    group each follows the model's parameter of that name)."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    decay = [p if params is None else params[n] for n, p in named if p.dim() >= 2]
+    no_decay = [p if params is None else params[n] for n, p in named if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.lr, betas=(0.9, 0.95))
 
@@ -155,72 +160,155 @@ def train(
     description: str = "train",
     on_point: Callable[[TrainInfo], None] | None = None,
 ) -> TrainInfo:
-    """Train ``model`` on ``task`` in place. A non-finite loss stops training with status "diverged".
-    ``on_point(info)`` is called after each learning-curve point is appended (the model in train mode, between two
-    steps); it may read the model and ``info`` but must not change them.
+    """Train ``model`` on ``task`` in place (:func:`run` with one model). A non-finite loss stops training with
+    status "diverged". ``on_point(info)`` is called after each learning-curve point is appended (the model in train
+    mode, between two steps); it may read the model and ``info`` but must not change them.
 
     Each step's forward gets the task's annotations and the positions generator, from which an encoding that reads
     annotations draws its training offsets (:meth:`~pebench.encodings.base.PositionalEncoding.embed_annotations`);
     no other encoding draws from it there, so their trajectories are unchanged."""
+    return run(SingleStep(model, cfg), task, cfg, [seed], device, progress, progress_context, description,
+               on_point)[0]  # fmt: skip
+
+
+class Stepper(Protocol):
+    """One optimisation step of K models trained together: the one loop (:func:`run`) draws their batches, keeps
+    their statistics, curve points, validation, stop rule and divergence; a stepper only computes. :class:`SingleStep`
+    is the ordinary K = 1; :class:`pebench.packing.PackedStep` stacks K seeds under ``vmap``."""
+
+    models: list[Transformer]
+    host: Transformer
+    """The model whose encoding draws positions and hears the step schedule (``models[0]``)."""
+    opt: torch.optim.Optimizer
+
+    def step(self, batches: list[Batch], pos_gens: list[torch.Generator], cfg: TrainConfig, device: torch.device
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+        """Forward, backward, clip and AdamW step on one batch per model: each model's loss, correct and scored
+        tokens and gradient norm before clipping, ``(K,)`` each, on the device."""
+        ...
+
+    def validation(self, k: int, val: Validation | None, step: int) -> torch.Tensor:
+        """Model ``k``'s :meth:`Validation.sums` on the device (empty without validation)."""
+        ...
+
+    def release(self, k: int) -> None:
+        """Model ``k`` holds its weights as they are now (its training ended)."""
+        ...
+
+
+class SingleStep:
+    """:class:`Stepper` of one model: its own forward, ``clip_grad_norm_`` and AdamW (:func:`make_optimizer`)."""
+
+    def __init__(self, model: Transformer, cfg: TrainConfig) -> None:
+        self.models = [model]
+        self.host = model
+        self.opt = make_optimizer(model, cfg)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    def step(self, batches: list[Batch], pos_gens: list[torch.Generator], cfg: TrainConfig, device: torch.device
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+        (batch,) = batches
+        with precision_context(cfg.precision, device):
+            logits = self.host(batch.inputs, batch.positions, batch.annotations, pos_gens[0])
+        loss, correct, scored = masked_loss_and_correct(logits, batch.targets)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
+        self.opt.step()
+        return loss[None], correct.sum()[None], scored.sum()[None], norm[None]
+
+    def validation(self, k: int, val: Validation | None, step: int) -> torch.Tensor:
+        return val.sums(self.host, self.host, step) if val is not None else torch.zeros(0)
+
+    def release(self, k: int) -> None:
+        pass
+
+
+def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device: torch.device,
+        progress: bool | None = None,
+        progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+        description: str = "train",
+        on_point: Callable[[TrainInfo], None] | None = None) -> list[TrainInfo]:  # fmt: skip
+    """The training loop of K models (``stepper.models``, seed ``seeds[k]``'s at index k), in place: AdamW at
+    :func:`lr_at`'s schedule, each seed's own data and positions generators (seeded from (seed, "train", task) and
+    (seed, "positions", task)), statistics summed on the device and read once per learning-curve point, where a
+    seed whose loss or gradient norm became non-finite ends ``diverged`` and one that meets the stop rule ends
+    there (:class:`~pebench.stopping.StopRule`); the loop ends when every seed has. A seed's wall time is its share
+    (1/K) of the run's, so its tokens/s is what it cost."""
     from pebench.hashing import derive_seed
 
-    model.to(device).train()
-    gen = torch.Generator().manual_seed(derive_seed(seed, "train", task.name))
-    pos_gen = torch.Generator().manual_seed(derive_seed(seed, "positions", task.name))
-    opt = make_optimizer(model, cfg)
-    info = TrainInfo()
-    interval = cfg.curve_interval
-    params = [p for p in model.parameters() if p.requires_grad]
-    acc = StepStats(device)
-    rule = cfg.stop_rule
-    val = Validation.build(model, task, cfg, seed, device)
+    n = len(seeds)
+    for model in stepper.models:
+        model.to(device).train()
+    gens = [torch.Generator().manual_seed(derive_seed(s, "train", task.name)) for s in seeds]
+    pos_gens = [torch.Generator().manual_seed(derive_seed(s, "positions", task.name)) for s in seeds]
+    vals = [Validation.build(stepper.host, task, cfg.val_batches, cfg.batch_size, s, device) for s in seeds]
+    stats = StepStats(device, n)
+    infos = [TrainInfo() for _ in seeds]
     tokens = 0
     ctx = progress_context() if progress_context is not None else contextlib.nullcontext()
     start = time.perf_counter()
     with ctx:
-        bar = tqdm(range(cfg.steps), desc=description, disable=progress is False if progress is not None else None,
-                   leave=False, dynamic_ncols=True)
+        label = description if n == 1 else f"{description} (x{n} packed)"
+        bar = tqdm(range(cfg.steps), desc=label, disable=progress is False if progress is not None else None,
+                   leave=False, dynamic_ncols=True)  # fmt: skip
         for step in bar:
-            for group in opt.param_groups:
+            for group in stepper.opt.param_groups:
                 group["lr"] = lr_at(step, cfg)
-            model.set_step(step, cfg.steps)
-            batch = training_batch(task, model, cfg.batch_size, gen, pos_gen, device)
-            with precision_context(cfg.precision, device):
-                logits = model(batch.inputs, batch.positions, batch.annotations, pos_gen)
-            loss, correct, scored = masked_loss_and_correct(logits, batch.targets)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-            opt.step()
-            tokens += batch.inputs.numel()
-            acc.add(step, loss, correct, scored, grad_norm)
-            info.steps = step + 1
-            if (step + 1) % interval == 0 or step + 1 == cfg.steps:
-                extra = val.sums(model, model, step + 1) if val is not None else None
-                point, bad_step, extra_values = acc.read(step + 1, extra)
-                if bad_step is not None:
-                    info.status = info.stop_reason = "diverged"
-                    info.message = f"non-finite training loss or gradient norm at step {bad_step}"
-                    info.steps = bad_step
-                    break
-                if val is not None:
-                    point.update(val.point(extra_values))
-                info.curve.append(point)
-                info.final_loss = acc.last_loss
-                bar.set_postfix(loss=f"{point['loss']:.3f}", acc=f"{point['accuracy']:.3f}")
-                if on_point is not None:
-                    on_point(info)
-                reason = rule.check(info.curve, step + 1, cfg.steps)
-                if reason is not None:
-                    info.stop_reason = reason
-                    break
+            stepper.host.set_step(step, cfg.steps)
+            batches = [training_batch(task, stepper.host, cfg.batch_size, gens[k], pos_gens[k], device)
+                       for k in range(n)]  # fmt: skip
+            stats.add(step, *stepper.step(batches, pos_gens, cfg, device))
+            tokens += batches[0].inputs.numel()
+            for info in infos:
+                if info.stop_reason == "budget" and info.status == "ok":
+                    info.steps = step + 1
+            point_due = (step + 1) % cfg.curve_interval == 0 or step + 1 == cfg.steps
+            if point_due and _curve_point(stepper, stats, vals, infos, step + 1, cfg, on_point, bar):
+                break
         bar.close()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    info.wall_time_s = time.perf_counter() - start
-    info.tokens_per_s = tokens / info.wall_time_s if info.wall_time_s > 0 else 0.0
-    model.eval()
-    return info
+    wall = time.perf_counter() - start
+    for k, (model, info) in enumerate(zip(stepper.models, infos, strict=True)):
+        if info.stop_reason in ("budget", "diverged"):
+            stepper.release(k)  # a seed stopped by the rule was released there
+        model.eval()
+        info.wall_time_s = wall / n
+        info.tokens_per_s = tokens / info.wall_time_s if info.wall_time_s > 0 else 0.0
+        info.packed_with = n
+    return infos
+
+
+def _curve_point(stepper: Stepper, stats: StepStats, vals: list[Validation | None], infos: list[TrainInfo],
+                 step: int, cfg: TrainConfig, on_point: Callable[[TrainInfo], None] | None,
+                 bar: Any) -> bool:  # fmt: skip
+    """Append each running seed's curve point (training statistics and validation, one read), end the seeds that
+    diverged or meet the stop rule; whether every seed has ended."""
+    running = [k for k, info in enumerate(infos) if info.stop_reason == "budget" and info.status == "ok"]
+    points = stats.read(step, [stepper.validation(k, vals[k], step) for k in range(len(infos))])
+    for k in running:
+        info, (point, bad_step, last_loss, extra) = infos[k], points[k]
+        if bad_step is not None:
+            info.status = info.stop_reason = "diverged"
+            info.message = f"non-finite training loss or gradient norm at step {bad_step}"
+            info.steps = bad_step
+            continue
+        if vals[k] is not None:
+            point.update(vals[k].point(extra))  # type: ignore[union-attr]
+        info.curve.append(point)
+        info.final_loss = last_loss
+        if on_point is not None:
+            on_point(info)
+        reason = cfg.stop_rule.check(info.curve, step, cfg.steps)
+        if reason is not None:  # this seed's weights now, as alone; the others go on
+            info.stop_reason = reason
+            stepper.release(k)
+    live = [i.curve[-1] for i in infos if i.stop_reason == "budget" and i.status == "ok" and i.curve]
+    if live:
+        bar.set_postfix(loss=f"{sum(p['loss'] for p in live) / len(live):.3f}",
+                        acc=f"{sum(p['accuracy'] for p in live) / len(live):.3f}")  # fmt: skip
+    return not live  # every seed has ended (a running seed has a point now)
 
 
 def training_batch(task: Task, model: Transformer, batch_size: int, gen: torch.Generator, pos_gen: torch.Generator,
@@ -250,187 +338,47 @@ def read_back(values: torch.Tensor) -> list[float]:
     return values.tolist()
 
 
+SeedPoint = tuple[dict[str, float], int | None, float, list[float]]
+"""One model's part of :meth:`StepStats.read`: curve point, first non-finite step, last loss, extra values."""
+
+
 class StepStats:
-    """Loss, correct and scored tokens, steps, the last loss and the first non-finite step, accumulated on the
-    device between learning-curve points (float64 where the device has it, so the sums are those of the host)."""
+    """Loss, correct and scored tokens, steps, the last loss and the first non-finite step of each of K models,
+    accumulated on the device between learning-curve points (float64 where the device has it, so the sums are those
+    of the host)."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, n: int = 1) -> None:
         dtype = torch.float32 if device.type == "mps" else torch.float64
-        self.sums = torch.zeros(4, dtype=dtype, device=device)  # loss, correct, scored, steps
-        self.first_bad = torch.full((), -1.0, dtype=dtype, device=device)
-        self.last = torch.zeros((), dtype=dtype, device=device)
-        self.last_loss = float("nan")
+        self.n = n
+        self.sums = torch.zeros(n, 4, dtype=dtype, device=device)  # loss, correct, scored, steps
+        self.first_bad = torch.full((n,), -1.0, dtype=dtype, device=device)
+        self.last = torch.zeros(n, dtype=dtype, device=device)
 
-    def add(self, step: int, loss: torch.Tensor, correct: torch.Tensor, scored: torch.Tensor, grad_norm: torch.Tensor
+    def add(self, step: int, losses: torch.Tensor, correct: torch.Tensor, scored: torch.Tensor, norms: torch.Tensor
             ) -> None:  # fmt: skip
+        """One step's ``(K,)`` losses, correct and scored token counts and gradient norms."""
         dtype = self.sums.dtype
-        loss = loss.detach().to(dtype)
-        self.sums += torch.stack([loss, correct.sum().to(dtype), scored.sum().to(dtype), torch.ones_like(loss)])
-        bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        losses = losses.detach().to(dtype)
+        self.sums += torch.stack([losses, correct.to(dtype), scored.to(dtype), torch.ones_like(losses)], dim=1)
+        bad = ~(torch.isfinite(losses) & torch.isfinite(norms))
         self.first_bad = torch.where(bad & (self.first_bad < 0), torch.full_like(self.first_bad, step), self.first_bad)
-        self.last = loss
+        self.last = losses
 
-    def read(self, step: int, extra: torch.Tensor | None = None) -> tuple[dict[str, float], int | None, list[float]]:
-        """The curve point for the steps since the last read, the first non-finite step (None: none yet), and the
-        values of ``extra`` (device values read in the same single read, e.g. :meth:`Validation.sums`)."""
-        parts = [self.sums, self.first_bad[None], self.last[None]]
-        if extra is not None:
-            parts.append(extra.to(self.sums.dtype))
+    def read(self, step: int, extras: list[torch.Tensor]) -> list[SeedPoint]:
+        """Per model: the curve point for the steps since the last read, its first non-finite step (None: none
+        yet), its last loss, and the values of its ``extras[k]`` (device values read in the same single read, e.g.
+        :meth:`Validation.sums`)."""
+        n = self.n
+        widths = [e.numel() for e in extras]
+        parts = [self.sums.flatten(), self.first_bad, self.last, *(e.to(self.sums) for e in extras)]
         values = read_back(torch.cat(parts))
-        loss, correct, scored, n, first_bad, last = values[:6]
         self.sums.zero_()
-        self.last_loss = last
-        point = {"step": step, "loss": loss / max(n, 1), "accuracy": correct / max(scored, 1)}
-        return point, (int(first_bad) if first_bad >= 0 else None), values[6:]
-
-
-def batch_sums(logits: torch.Tensor, targets: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """Summed loss, correct and scored tokens, correct and all sequences of one evaluation batch, on the device."""
-    scored = targets != IGNORE
-    loss_sum = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=IGNORE,
-                               reduction="sum")  # fmt: skip
-    correct = (logits.argmax(-1) == targets) & scored
-    seq_correct = (correct | ~scored).all(dim=1).sum()
-    n_seq = torch.full_like(seq_correct, targets.shape[0])
-    return torch.stack([loss_sum.to(dtype), correct.sum().to(dtype), scored.sum().to(dtype), seq_correct.to(dtype),
-                        n_seq.to(dtype)])  # fmt: skip
-
-
-def metric_values(loss_sum: float, n_correct: float, n_scored: float, n_seq_correct: float, n_seq: float
-                  ) -> dict[str, float]:  # fmt: skip
-    """:func:`evaluate`'s metrics from the sums of :func:`batch_sums`."""
-    loss = loss_sum / max(n_scored, 1)
-    return {"loss": loss, "token_accuracy": n_correct / max(n_scored, 1),
-            "sequence_accuracy": n_seq_correct / max(n_seq, 1), "perplexity": math.exp(min(loss, 50.0))}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Validation:
-    """The validation points of a learning curve: at each curve point, the task's metric on ``cfg.val_batches``
-    held-out batches (the first evaluation split, batches of ``cfg.batch_size``) at the training length and at twice
-    it (``2x`` is left out where the task cannot produce it or the model's encoding is sized for less).
-
-    The data come from a generator seeded from (seed, "validation", task, length, step) and the positions an encoding
-    draws from one seeded from (seed, "validation positions", task, length, step): the training generators are never
-    touched and the model runs in eval mode without gradients, so the trained model is the same with or without
-    validation, and the same seed and configuration give the same curve. The values stay on the device and are read
-    with the training statistics in the curve point's one read (:meth:`StepStats.read`). Keys:
-    ``val_<metric>_1x`` and ``val_<metric>_2x``, ``<metric>`` the task's (``val_accuracy_1x``, ``val_perplexity_2x``).
-    """
-
-    task: Task
-    seed: int
-    device: torch.device
-    n_samples: int
-    batch_size: int
-    lengths: tuple[tuple[str, int], ...]
-
-    @staticmethod
-    def build(model: Transformer, task: Task, cfg: TrainConfig, seed: int, device: torch.device
-              ) -> Validation | None:  # fmt: skip
-        if cfg.val_batches <= 0:
-            return None
-        from pebench.errors import LengthError
-
-        lengths = []
-        for factor in (1, 2):
-            length = task.train_length * factor
-            try:
-                task.check_length(length)
-            except LengthError:
-                continue
-            if task.tokens(length) <= model.encoding.ctx.max_len:
-                lengths.append((f"{factor}x", length))
-        return Validation(task, seed, device, cfg.val_batches * cfg.batch_size, cfg.batch_size, tuple(lengths))
-
-    @torch.no_grad()
-    def sums(self, module: torch.nn.Module, forward: Callable[..., torch.Tensor], step: int,
-             model: Transformer | None = None) -> torch.Tensor:  # fmt: skip
-        """The :func:`batch_sums` of every length, on the device: ``forward(inputs, positions, annotations)`` gives
-        the logits (annotations: the task's, None when it has none), ``module`` is put in eval mode meanwhile (then
-        back in train mode), ``model`` (default ``module``) is the one whose encoding sets the evaluation length and
-        draws positions."""
-        from pebench.hashing import derive_seed
-
-        model = model if model is not None else module  # type: ignore[assignment]
-        task = self.task
-        dtype = torch.float32 if self.device.type == "mps" else torch.float64
-        out = []
-        module.eval()
-        try:
-            for _, length in self.lengths:
-                gen = torch.Generator().manual_seed(derive_seed(self.seed, "validation", task.name, length, step))
-                pos_gen = torch.Generator().manual_seed(
-                    derive_seed(self.seed, "validation positions", task.name, length, step))  # fmt: skip
-                total = torch.zeros(5, dtype=dtype, device=self.device)
-                with eval_length(model, task.train_length, length):  # type: ignore[arg-type]
-                    for cpu in task.eval_batches(length, self.n_samples, gen, task.eval_splits[0], self.batch_size):
-                        batch = Batch(cpu.inputs, cpu.targets, eval_positions(model, cpu, pos_gen),
-                                      cpu.annotations).to(self.device)  # fmt: skip
-                        logits = forward(batch.inputs, batch.positions, batch.annotations)
-                        total += batch_sums(logits, batch.targets, dtype)
-                out.append(total)
-        finally:
-            module.train()
-        return torch.cat(out) if out else torch.zeros(0, dtype=dtype, device=self.device)
-
-    def point(self, values: list[float]) -> dict[str, float]:
-        """The ``val_<metric>_<factor>x`` entries of a curve point from the values :meth:`sums` gave."""
-        out = {}
-        for i, (factor, _) in enumerate(self.lengths):
-            out[f"val_{self.task.metric}_{factor}"] = self.task.score(metric_values(*values[5 * i : 5 * i + 5]))
+        out, offset = [], 6 * n
+        for k in range(n):
+            loss, correct, scored, count = values[4 * k : 4 * k + 4]
+            first_bad = values[4 * n + k]
+            point = {"step": step, "loss": loss / max(count, 1), "accuracy": correct / max(scored, 1)}
+            out.append((point, int(first_bad) if first_bad >= 0 else None, values[5 * n + k],
+                        values[offset : offset + widths[k]]))  # fmt: skip
+            offset += widths[k]
         return out
-
-
-@contextlib.contextmanager
-def eval_length(model: Transformer, train_length: int, length: int) -> Iterator[None]:
-    """Tell the encoding the evaluation length for the duration of the block, then restore the training length."""
-    model.encoding.configure_eval(train_length, length)
-    try:
-        yield
-    finally:
-        model.encoding.configure_eval(train_length, train_length)
-
-
-def eval_positions(model: Transformer, batch: Batch, generator: torch.Generator) -> torch.Tensor | None:
-    """The positions of an evaluation batch: the task's own when it sets them, else the encoding's
-    (:meth:`~pebench.encodings.base.PositionalEncoding.eval_positions`, drawn from ``generator``; None: 0..T-1)."""
-    if batch.positions is not None:
-        return batch.positions
-    return model.encoding.eval_positions(batch.inputs.shape[0], batch.inputs.shape[1], generator)
-
-
-@torch.no_grad()
-def evaluate(
-    model: Transformer,
-    task: Task,
-    length: int,
-    split: str,
-    n_samples: int,
-    seed: int,
-    device: torch.device,
-    batch_size: int = 64,
-) -> dict[str, float]:
-    """Loss, token accuracy and sequence accuracy on ``n_samples`` held-out sequences at task length ``length``.
-
-    The batches come from :meth:`Task.eval_batches` with a generator seeded from (seed, "eval", task, length,
-    split), separate from training; positions an encoding draws at evaluation (:func:`eval_positions`) come from a
-    second generator seeded from (seed, "eval positions", task, length, split), so they never change the data and
-    the same seed gives the same positions and metrics. Token accuracy is over scored positions; a sequence is
-    correct when all its scored positions are; perplexity is exp(mean loss over scored positions).
-    """
-    from pebench.hashing import derive_seed
-
-    task.check_length(length)
-    model.to(device).eval()
-    gen = torch.Generator().manual_seed(derive_seed(seed, "eval", task.name, length, split))
-    pos_gen = torch.Generator().manual_seed(derive_seed(seed, "eval positions", task.name, length, split))
-    dtype = torch.float32 if device.type == "mps" else torch.float64
-    total = torch.zeros(5, dtype=dtype, device=device)
-    with eval_length(model, task.train_length, length):
-        for cpu_batch in task.eval_batches(length, n_samples, gen, split, batch_size):
-            positions = eval_positions(model, cpu_batch, pos_gen)
-            batch = Batch(cpu_batch.inputs, cpu_batch.targets, positions, cpu_batch.annotations).to(device)
-            total += batch_sums(model(batch.inputs, batch.positions, batch.annotations), batch.targets, dtype)
-    values = total.tolist()
-    return {**metric_values(*values), "n_samples": int(values[4]), "n_scored": int(values[2])}

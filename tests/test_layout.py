@@ -9,7 +9,7 @@ MAX_LINES = 450
 LAYERS = [
     {"errors", "hashing", "options", "registry", "device", "metrics"},
     {"encodings", "tasks", "models"},
-    {"training", "packing", "stopping"},
+    {"training", "packing", "stopping", "evaluation"},
     {"store", "provenance"},
     {"analysis"},
     {"settings", "runner"},

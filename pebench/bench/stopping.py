@@ -25,10 +25,11 @@ import torch
 
 from pebench import metrics
 from pebench.analysis import noise, scoring, seeds
+from pebench.evaluation import evaluate
 from pebench.runner import Case, Runner
 from pebench.settings import Settings
 from pebench.stopping import StopRule
-from pebench.training import TrainInfo, evaluate, train
+from pebench.training import TrainInfo, train
 
 
 def _scores(runner: Runner, model: torch.nn.Module, task_name: str, seed: int) -> dict[int, float]:

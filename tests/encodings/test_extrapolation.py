@@ -12,9 +12,9 @@ from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.scaled_rope import yarn_correction_dim, yarn_correction_range, yarn_inv_freq, yarn_mscale
 from pebench.errors import OptionError, PebenchError
+from pebench.evaluation import eval_length, evaluate
 from pebench.models.transformer import ModelConfig, Transformer
 from pebench.tasks import build as build_task
-from pebench.training import eval_length, evaluate
 
 # head_dim 8 (d_model 32, 4 heads), base 10000, original (training) length 64, factor s = 4.
 CTX8 = EncodingContext(d_model=32, n_heads=4, n_layers=2, max_len=256, train_length=64)

@@ -570,8 +570,8 @@ def test_lm_bad_corpora(tmp_path: Path) -> None:
 def test_lm_perplexity_through_evaluate(corpus: Path) -> None:
     from pebench.encodings import EncodingContext
     from pebench.encodings import build as build_encoding
+    from pebench.evaluation import evaluate
     from pebench.models import ModelConfig, Transformer
-    from pebench.training import evaluate
 
     task = tasks.build("lm", {"corpus": str(corpus), "context": 16})
     torch.manual_seed(0)
