@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
-import os
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -19,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from filelock import FileLock
 
 from pebench import encodings, tasks
+from pebench.checkpoints import CheckpointStore
 from pebench.device import pick_device, resolve_precision, worker_device
 from pebench.encodings.base import EncodingContext
 from pebench.encodings.registry import not_applicable
@@ -201,10 +200,13 @@ class Runner:
         config = self.describe(case, training=True)
         return config_hash({k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed})
 
+    @property
+    def checkpoints(self) -> CheckpointStore:
+        """The checkpoint store of the cache directory (:attr:`Settings.cache_dir`; None: no disk cache)."""
+        return CheckpointStore(self.settings.cache_dir)
+
     def checkpoint_path(self, case: Case, key: str) -> Path | None:
-        if self.settings.cache_dir is None:
-            return None
-        return Path(self.settings.cache_dir) / f"{case.encoding}-{case.task}-s{case.seed}-{key}.pt"
+        return self.checkpoints.path(case.encoding, case.task, case.seed, key)
 
     def model_for(self, case: Case, config: dict[str, Any], timer: Timer | None = None) -> TrainedModel:
         """The trained model of (encoding, task, seed, config): from memory, from a checkpoint, or trained now
@@ -219,28 +221,19 @@ class Runner:
         if self.settings.pack_seeds > 1 and packable(model):
             return self._packed_model_for(case, config, timer)
         path = self.checkpoint_path(case, key)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
         # one process trains a model; another that needs it meanwhile waits here and loads the checkpoint
-        with FileLock(f"{path}.lock") if path is not None else contextlib.nullcontext():
+        with self.checkpoints.locked([path]):
             trained = self._load_checkpoint(path, model)
             if trained is None:
 
                 def do_train() -> TrainInfo:
-                    return train(
-                        model,
-                        task,
-                        self.settings.train_config(task),
-                        seed=case.seed,
-                        device=self.device,
-                        progress=self.settings.progress,
-                        progress_context=self.progress_context,
-                        description=f"{case.encoding}-{case.task}-s{case.seed}",
-                    )
+                    return train(model, task, self.settings.train_config(task), seed=case.seed, device=self.device,
+                                 progress=self.settings.progress, progress_context=self.progress_context,
+                                 description=f"{case.encoding}-{case.task}-s{case.seed}")  # fmt: skip
 
                 info = do_train() if timer is None else timer(do_train)
                 trained = TrainedModel(model, info, reused=False)
-                self._save_checkpoint(path, trained, config)
+                self.checkpoints.save(path, model, info, config)
         self._models[key] = trained
         return trained
 
@@ -254,23 +247,13 @@ class Runner:
         )
         return Transformer(self.settings.model_config(task, case.encoding), encoding)
 
-    def _save_checkpoint(self, path: Path | None, trained: TrainedModel, config: dict[str, Any]) -> None:
-        if path is not None:
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            torch.save({"model": trained.model.state_dict(), "info": trained.info.to_dict(), "config": config}, tmp)
-            os.replace(tmp, path)
-
     def _packed_model_for(self, case: Case, config: dict[str, Any], timer: Timer | None) -> TrainedModel:
         """:meth:`model_for` with packed seeds: the model of every seed 0..K-1 of this (encoding, task, config) that
         is neither in memory nor in a checkpoint is trained now, all together (:mod:`pebench.packing`)."""
         cases = [replace(case, seed=s) for s in range(self.settings.pack_seeds)]
         keys = [self.model_key(c) for c in cases]
         paths = [self.checkpoint_path(c, k) for c, k in zip(cases, keys, strict=True)]
-        with contextlib.ExitStack() as locks:  # every seed's lock, always in seed order (no deadlock)
-            for path in paths:
-                if path is not None:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    locks.enter_context(FileLock(f"{path}.lock"))
+        with self.checkpoints.locked(paths):  # every seed's lock, always in seed order (no deadlock)
             missing = []
             for c, key, path in zip(cases, keys, paths, strict=True):
                 if key not in self._models:
@@ -291,22 +274,14 @@ class Runner:
 
                 infos = do_train() if timer is None else timer(do_train)
                 for (_, key, path), model, info in zip(missing, models, infos, strict=True):
-                    trained = TrainedModel(model, info, reused=False)
-                    self._save_checkpoint(path, trained, config)
-                    self._models[key] = trained
+                    self.checkpoints.save(path, model, info, config)
+                    self._models[key] = TrainedModel(model, info, reused=False)
         return self._models[self.model_key(case)]
 
     def _load_checkpoint(self, path: Path | None, model: Transformer) -> TrainedModel | None:
-        """The model trained earlier and saved at ``path``, or None (no file; a corrupt or incompatible checkpoint
-        is retrained, not trusted)."""
-        if path is None or not path.exists():
-            return None
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-            model.load_state_dict(state["model"])
-            return TrainedModel(model.to(self.device).eval(), TrainInfo(**state["info"]), reused=True)
-        except Exception:
-            return None
+        """The model trained earlier and saved at ``path`` (:meth:`CheckpointStore.load`), on this device; None."""
+        info = self.checkpoints.load(path, model)
+        return None if info is None else TrainedModel(model.to(self.device).eval(), info, reused=True)
 
     # -- running -----------------------------------------------------------------------------------------------
     def run(self, case: Case, timer: Timer | None = None) -> ResultRecord:

@@ -9,7 +9,7 @@ MAX_LINES = 450
 LAYERS = [
     {"errors", "hashing", "options", "registry", "device", "metrics"},
     {"encodings", "tasks", "models"},
-    {"training", "packing", "stopping", "evaluation"},
+    {"training", "packing", "stopping", "evaluation", "checkpoints"},
     {"store", "provenance"},
     {"analysis"},
     {"settings", "runner"},

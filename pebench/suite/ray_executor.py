@@ -20,7 +20,6 @@ Workers import pebench: on a local instance they use this interpreter's environm
 
 from __future__ import annotations
 
-import io
 import os
 import tempfile
 import time
@@ -31,6 +30,7 @@ from typing import Any
 
 import torch
 
+from pebench.checkpoints import CheckpointStore
 from pebench.errors import PebenchError
 from pebench.runner import Case, Runner
 from pebench.settings import Settings
@@ -66,9 +66,7 @@ def train_to_bytes(settings: Settings, case: Case, config: dict[str, Any], threa
     torch.set_num_threads(threads)
     runner = Runner(replace(settings, cache_dir=None, progress=False, pack_seeds=1))  # one Ray task per seed
     trained = runner.model_for(case, config)
-    buf = io.BytesIO()
-    torch.save({"model": trained.model.state_dict(), "info": trained.info.to_dict(), "config": config}, buf)
-    return buf.getvalue()
+    return CheckpointStore.dumps(trained.model, trained.info, config)
 
 
 def train_models(runner: Runner, cases: Iterable[Case], address: str | None, models_per_gpu: int = 4) -> RayRun:
@@ -125,10 +123,7 @@ def train_models(runner: Runner, cases: Iterable[Case], address: str | None, mod
                 runner.failed_models[key] = f"training on Ray failed: {type(err).__name__}: {str(err).splitlines()[0]}"
                 out.failed += 1
                 continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            CheckpointStore.write(path, data)
             out.trained += 1
     finally:
         if started_here:
