@@ -1,21 +1,29 @@
-"""Writes ``tests/data/fixed.db``: the fixed results database that the report and compare golden tests read.
+"""Writes ``tests/report/data/fixed.db``: the fixed results database that the report and compare golden tests read.
 
-Made once with the synthetic generator (``pebench.synthetic``, clearly fake scores) and committed, so the database
-does not change when the generator does. Four runs: 1-3 of five encodings on four tasks (accuracy, exact match with
-evaluation splits, exact match with two in-distribution lengths, perplexity) and two seeds, run 3 with a diverged
-and an errored case and one encoding on fewer tasks; run 4 a small run in which one encoding has another config.
+Made once with the synthetic generator (``pebench.report.synthetic``, clearly fake scores) and committed, so the
+database does not change when the generator does. Four runs: 1-3 of five encodings on four tasks (accuracy, exact
+match with evaluation splits, exact match with two in-distribution lengths, perplexity) and two seeds, run 3 with a
+diverged and an errored case and one encoding on fewer tasks; run 4 a small run in which one encoding has another
+config.
 
-    python tests/data/make_fixed_db.py   # rewrites tests/data/fixed.db (then regenerate the golden files)
+    python tests/report/data/make_fixed_db.py [OUT]   # rewrites fixed.db, or writes OUT
+                                                      # (then regenerate the golden files)
+
+The committed file was later brought to schema revision 0004 with its validation values filled by
+``fill_validation.py``; a database written now has the current revision and the generator's validation values
+(``tests/report/test_fixed_db.py`` checks that this script still runs).
 """
 
 import datetime as dt
 import sqlite3
+import sys
 from pathlib import Path
 
-from pebench.synthetic import SynthSpec, SynthTask
 from sqlalchemy import update
 
-from pebench import db, synthetic
+from pebench import store
+from pebench.report import synthetic
+from pebench.report.synthetic import SynthSpec, SynthTask
 
 HERE = Path(__file__).resolve().parent
 ENCODINGS = ("nope", "rope", "alibi", "learned", "t5")
@@ -24,7 +32,7 @@ TASKS = (
     SynthTask("copy", 12, (8, 12, 24, 48), metric="exact_match", chance=1e-4, vocab=12),
     SynthTask("passkey", 64, (64, 128, 256), metric="exact_match", chance=1e-5, vocab=14,
               splits=("uniform", "depth0.00", "depth0.50", "depth1.00")),
-    SynthTask("lm", 64, (64, 128, 256), metric="perplexity", higher_is_better=False, chance=256.0, vocab=260),
+    SynthTask("lm", 64, (64, 128, 256), metric="perplexity", chance=256.0, vocab=260),
 )  # fmt: skip
 
 
@@ -36,10 +44,9 @@ def _records(spec: SynthSpec, offset: float, rng_seed: int) -> list[dict]:
     return recs
 
 
-def main() -> None:
-    path = HERE / "fixed.db"
+def main(path: Path = HERE / "fixed.db") -> None:
     path.unlink(missing_ok=True)
-    engine = db.open_db(f"sqlite:///{path}")
+    engine = store.open_db(f"sqlite:///{path}")
     base = SynthSpec(ENCODINGS, TASKS, seeds=2, curve_points=8, attention_tokens=12)
     failing = SynthSpec(ENCODINGS, TASKS, seeds=2, curve_points=8, attention_tokens=12, statuses={
         ("alibi", "k_back", 256, 1): ("diverged", "non-finite training loss (nan) at step 412"),
@@ -52,10 +59,10 @@ def main() -> None:
     start = dt.datetime(2026, 11, 1, 2, 0)
     for i, recs in enumerate(runs):
         run_id = synthetic.write_run(engine, recs, {"started_at": start + dt.timedelta(days=i)})
-        with db.session_scope(engine) as s:
-            s.execute(update(db.Run).where(db.Run.id == run_id).values(
+        with store.session_scope(engine) as s:
+            s.execute(update(store.Run).where(store.Run.id == run_id).values(
                 finished_at=start + dt.timedelta(days=i, hours=1), command=f"pytest suite  # fixed run {run_id}"))
-            s.execute(update(db.Result).where(db.Result.run_id == run_id).values(
+            s.execute(update(store.Result).where(store.Result.run_id == run_id).values(
                 created_at=start + dt.timedelta(days=i, minutes=30)))
     engine.dispose()
     with sqlite3.connect(path) as conn:  # one self-contained file: no WAL beside it
@@ -65,4 +72,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(*(Path(a) for a in sys.argv[1:2]))
