@@ -68,19 +68,29 @@ class Metric:
         """How much better ``current`` is than ``base`` in the metric's units (negative: worse)."""
         return current - base if self.higher_is_better else base - current
 
+    def chance_score(self, chance: float | None, vocab_size: int | None = None) -> float | None:
+        """The score of a predictor at chance in the metric's units: the task's chance level (0 when unknown) for a
+        higher-is-better metric; for perplexity the uniform predictor's, the chance level when above 1, else the
+        vocabulary size (None when neither is known)."""
+        if self.higher_is_better:
+            return float(chance) if _finite(chance) else 0.0  # type: ignore[arg-type]
+        if _finite(chance) and float(chance) > 1.0:  # type: ignore[arg-type]
+            return float(chance)  # type: ignore[arg-type]
+        return float(vocab_size) if _finite(vocab_size) and float(vocab_size) > 1.0 else None  # type: ignore[arg-type]
+
     def normalise(self, score: float | None, chance: float | None, vocab_size: int | None = None) -> float | None:
-        """``score`` on [0, 1], 0 = chance and 1 = perfect (see the module docstring); None when undefined."""
-        if not _finite(score):
+        """``score`` on [0, 1], 0 = chance and 1 = perfect (see the module docstring; chance is
+        :meth:`chance_score`); None when undefined."""
+        c = self.chance_score(chance, vocab_size)
+        if not _finite(score) or c is None:
             return None
         score = float(score)  # type: ignore[arg-type]
         if self.higher_is_better:
-            c = float(chance) if _finite(chance) else 0.0  # type: ignore[arg-type]
             if c >= 1.0:
                 return None
             value = (score - c) / (1.0 - c)
         else:
-            c = float(chance) if _finite(chance) and float(chance) > 1.0 else float(vocab_size or 0)  # type: ignore[arg-type]
-            if c <= 1.0 or score <= 0.0:
+            if score <= 0.0:
                 return None
             value = 1.0 - math.log(score) / math.log(c)
         return min(1.0, max(0.0, value))

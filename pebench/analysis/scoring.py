@@ -164,12 +164,15 @@ def best_of(values: Sequence[float | None], digits: int, better: Callable[[Itera
 
 LEARNED = 0.5
 """The normalised score from which a task counts as *learned* (:func:`learned_verdict`)."""
+PARTLY = 0.1
+"""The normalised score from which a task counts as *partly* learned; below it, *not learned*."""
 
 
 def learned_verdict(fraction: float | None) -> str:
-    """``learned`` (>= 0.5 of the way from chance to perfect), ``partly`` (>= 0.1) or ``not learned``."""
+    """``learned`` (>= :data:`LEARNED` of the way from chance to perfect), ``partly`` (>= :data:`PARTLY`) or
+    ``not learned``."""
     fraction = fraction or 0.0
-    return "learned" if fraction >= LEARNED else "partly" if fraction >= 0.1 else "not learned"
+    return "learned" if fraction >= LEARNED else "partly" if fraction >= PARTLY else "not learned"
 
 
 def training_length_scores(df: pd.DataFrame, task: str) -> list[dict[str, Any]]:

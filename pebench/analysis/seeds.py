@@ -28,9 +28,9 @@ import math
 from collections.abc import Mapping, Sequence
 
 from pebench.analysis.noise import Z95, beyond_noise, marked_best
-from pebench.analysis.scoring import finite
+from pebench.analysis.scoring import LEARNED, PARTLY, finite
 
-THRESHOLDS = (0.5, 0.1)
+THRESHOLDS = (LEARNED, PARTLY)
 """The learned and partly thresholds of :func:`pebench.analysis.scoring.learned_verdict`."""
 TIE_DIGITS = 2
 """A contender equal to the best at this many decimals of the normalised score is tied with it for good."""

@@ -288,14 +288,14 @@ def _task_view(
                             reach=far, training=training_text(g.by_length.get(train_length, {}).values()),
                             seeds_tip=seeds_tip(g.rows())))  # fmt: skip
     # best per column, only beyond the noise (pebench.analysis.noise); the gap only among encodings that learned the
-    # task (ID normalised score >= 0.5), compared as per-seed differences of normalised scores
+    # task (ID normalised score >= scoring.LEARNED), compared as per-seed differences of normalised scores
     sigma = noise.task_sigma(task_name, first.get("config"))
     acc.sigmas[key] = sigma
     lower = not m.higher_is_better
     for col, L in enumerate(lengths):
         _mark_best([r.cells[col] for r in rows], [_norms(enc_groups[r.encoding], L) for r in rows], sigma, lower)
     _mark_best([r.id_cell for r in rows], [list(seed_norms[r.encoding][0].values()) for r in rows], sigma, lower)
-    learned = [r for r in rows if acc.id_mean(r.encoding, key) >= 0.5]
+    learned = [r for r in rows if acc.id_mean(r.encoding, key) >= scoring.LEARNED]
     gaps = [[o - i for s, i in seed_norms[r.encoding][0].items() if (o := seed_norms[r.encoding][1].get(s)) is not None]
             for r in learned]  # fmt: skip
     _mark_best([r.gap for r in learned], gaps, sigma * 2**0.5 if sigma is not None else None, True)

@@ -19,9 +19,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-METRICS = ("accuracy", "exact_match", "perplexity", "normalised")
-"""What a term measures: a task metric in its own units (a fraction for accuracy and exact match), or the
-normalised score (:meth:`pebench.metrics.Metric.normalise`: 0 = chance, 1 = perfect)."""
+from pebench import metrics
+
+METRICS = (*metrics.available(), "normalised")
+"""What a term measures: a registered task metric (:mod:`pebench.metrics`) in its own units (a fraction for accuracy
+and exact match), or the normalised score (:meth:`pebench.metrics.Metric.normalise`: 0 = chance, 1 = perfect)."""
 
 OPS = (">=", "<=", ">", "<", "~=")
 QUICK_MULTIPLES = (1.0, 2.0, 4.0)

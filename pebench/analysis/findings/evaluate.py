@@ -101,17 +101,6 @@ def _vocab(row: Mapping[str, Any]) -> Any:
     return (config.get("model") or {}).get("vocab_size") if isinstance(config, Mapping) else None
 
 
-def _chance_score(row: Mapping[str, Any], metric: metrics.Metric) -> float | None:
-    """The score of a predictor at chance in the metric's units (a diverged model's score): the chance level, or
-    for perplexity the uniform predictor's (the chance level when above 1, else the vocabulary size)."""
-    chance, vocab = row.get("chance_level"), _vocab(row)
-    if metric.higher_is_better:
-        return float(chance) if finite(chance) else 0.0
-    if finite(chance) and float(chance) > 1.0:
-        return float(chance)
-    return float(vocab) if finite(vocab) and float(vocab) > 1 else None
-
-
 def _value(row: Mapping[str, Any], term: Term) -> tuple[float | None, str]:
     """A result's value for ``term`` and, when it has none, why."""
     metric = metrics.of_result(row.get("metric"), row.get("higher_is_better", True))
@@ -122,7 +111,7 @@ def _value(row: Mapping[str, Any], term: Term) -> tuple[float | None, str]:
     if metric.name != term.metric:
         return None, f"scored by {metric.name}, not {term.metric}"
     if status == "diverged":
-        return _chance_score(row, metric), "diverged"
+        return metric.chance_score(row.get("chance_level"), _vocab(row)), "diverged"  # a diverged model: chance
     if status != "ok":
         return None, status
     score = row.get("score")
@@ -228,7 +217,9 @@ def evaluate_all(df: pd.DataFrame, findings: Iterable[Finding]) -> list[FindingR
 
 
 def fmt(value: float | None, metric: str) -> str:
-    """A value in a term's units: perplexity with two decimals, fractions with three."""
+    """A value in a term's units: fractions (a percent metric, or the normalised score) with three decimals, other
+    metrics with their own digits (perplexity: two)."""
     if value is None or not math.isfinite(value):
         return "-"
-    return f"{value:.2f}" if metric == "perplexity" else f"{value:.3f}"
+    m = metrics.get(metric) if metric in metrics.available() else None
+    return f"{value:.3f}" if m is None or m.percent else f"{value:.{m.digits}f}"

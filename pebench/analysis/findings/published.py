@@ -11,12 +11,13 @@ within ``pebench compare``'s perplexity tolerance (5% relative), and "at chance"
 from __future__ import annotations
 
 from pebench.analysis.findings.claims import Finding, accuracy, approx, exact_match, normalised, perplexity
+from pebench.analysis.scoring import PARTLY
 from pebench.metrics import Tolerances
 from pebench.registry import Registry
 
 PPL_SAME = Tolerances().perplexity
 """Relative perplexity difference that counts as no difference (``pebench compare``'s default, 5%)."""
-NOT_LEARNED = 0.1
+NOT_LEARNED = PARTLY
 """Normalised scores below this are *not learned* (:func:`pebench.analysis.scoring.learned_verdict`)."""
 CHOMSKY = ("parity", "cycle_navigation", "modular_arithmetic", "duplicate_string", "binary_addition", "bucket_sort")
 """The six of Delétang et al.'s 15 Chomsky-hierarchy tasks this claim's test averages over (pebench has had all 15
