@@ -37,7 +37,7 @@ from torch.func import functional_call, vmap
 
 from pebench.evaluation import Validation
 from pebench.models import Transformer
-from pebench.tasks.base import Batch, Task
+from pebench.tasks.base import IGNORE, Batch, Task
 from pebench.training import (
     TrainConfig,
     TrainInfo,
@@ -63,6 +63,26 @@ def _stack_positions(positions: list[torch.Tensor]) -> tuple[torch.Tensor, int |
         batch = max(p.shape[0] for p in positions if p.dim() == 2)
         positions = [p if p.dim() == 2 else p.expand(batch, -1) for p in positions]
     return torch.stack(positions), 0
+
+
+def pad_batch(batch: Batch, width: int) -> Batch:
+    """``batch`` right-padded to ``width`` tokens, so that seeds whose batches came out of different widths (a task
+    that pads each batch to its longest sample) stack: token 0 as input, :data:`~pebench.tasks.base.IGNORE` as
+    target, the last position repeated (always a valid index of a position table), annotations 0. A causal model's
+    outputs at the real tokens never see the tokens after them and padding is never scored, so each seed's loss and
+    gradient are those of its unpadded batch (up to float rounding of the wider matmuls)."""
+    extra = width - batch.inputs.shape[1]
+    if extra == 0:
+        return batch
+
+    def right(t: torch.Tensor, value: torch.Tensor | int) -> torch.Tensor:
+        fill = value.expand(*t.shape[:-1], extra) if isinstance(value, torch.Tensor) else t.new_full(
+            (*t.shape[:-1], extra), value)  # fmt: skip
+        return torch.cat([t, fill], dim=-1)
+
+    positions = None if batch.positions is None else right(batch.positions, batch.positions[..., -1:])
+    ann = None if batch.annotations is None else {k: right(v, 0) for k, v in batch.annotations.items()}
+    return Batch(right(batch.inputs, 0), right(batch.targets, IGNORE), positions, ann)
 
 
 def clip_per_seed(grads: list[torch.Tensor], max_norm: float) -> torch.Tensor:
@@ -102,6 +122,8 @@ class PackedStep:
 
     def step(self, batches: list[Batch], pos_gens: list[torch.Generator], cfg: TrainConfig, device: torch.device
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+        width = max(b.inputs.shape[1] for b in batches)
+        batches = [pad_batch(b, width) for b in batches]
         positions, pos_dim = _stack_positions([b.positions for b in batches])  # type: ignore[misc]
         inputs = torch.stack([b.inputs for b in batches])
         targets = torch.stack([b.targets for b in batches])

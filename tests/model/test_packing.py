@@ -9,6 +9,7 @@ import torch
 
 from pebench import encodings, tasks
 from pebench.encodings import EncodingContext
+from pebench.hashing import derive_seed
 from pebench.models import ModelConfig, Transformer
 from pebench.packing import clip_per_seed, packable, train_packed
 from pebench.training import TrainConfig, train
@@ -62,6 +63,29 @@ def test_packed_seeds_equal_one_by_one(name: str, task: tasks.Task) -> None:
     # the seeds really differ from one another (each its own init and data)
     first, second = (dict(m.named_parameters()) for m in models[:2])
     assert not torch.equal(first["head.weight"], second["head.weight"])
+
+
+def test_seeds_whose_batches_differ_in_width_are_padded_and_train_as_alone() -> None:
+    # copy pads each batch to its longest sample: with 8 samples a batch, two seeds' batches come out of different
+    # widths at some steps, which once failed to stack
+    task = tasks.build("copy")
+    gens = [torch.Generator().manual_seed(derive_seed(s, "train", task.name)) for s in SEEDS]
+    steps = [[task.sample_train(8, g).inputs.shape[1] for g in gens] for _ in range(30)]
+    assert any(len(set(widths)) > 1 for widths in steps)
+    cfg = TrainConfig(steps=30, batch_size=8, lr=1e-2, val_batches=0)
+    cpu = torch.device("cpu")
+    alone = []
+    for seed in SEEDS:
+        model = build("alibi", seed, task)
+        train(model, task, cfg, seed=seed, device=cpu, progress=False)
+        alone.append(model)
+    models = [build("alibi", seed, task) for seed in SEEDS]
+    infos = train_packed(models, task, cfg, SEEDS, cpu, progress=False)
+    assert all(i.status == "ok" and i.steps == 30 for i in infos)
+    for ref, model in zip(alone, models, strict=True):
+        ref_params = dict(ref.named_parameters())
+        for pname, p in model.named_parameters():
+            torch.testing.assert_close(p, ref_params[pname], atol=1e-4, rtol=1e-3, msg=pname)
 
 
 def test_clip_per_seed_matches_torch_clip_for_each_seed() -> None:
