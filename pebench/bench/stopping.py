@@ -143,7 +143,7 @@ def table(paths: Sequence[Path], most: int = 3) -> str:
              "stop, stop + seeds auto |", "|---|---|---|---|---|---|"]  # fmt: skip
     count = dict.fromkeys(("cells", "cols", "same_stop", "same_auto", "cols_stop", "cols_auto"), 0)
     steps = {"budget": 0, "stop": 0, "auto": 0}
-    cpu = 0.0
+    cpu = {"budget": 0.0, "stop": 0.0, "auto": 0.0}
     for path in sorted(paths):
         data = json.loads(path.read_text())
         used = auto_seeds(data, "stop", most)
@@ -165,7 +165,11 @@ def table(paths: Sequence[Path], most: int = 3) -> str:
                   "auto": sum(r["stop_steps"] for r in data["rows"] if r["seed"] < used[r["encoding"]])}  # fmt: skip
         for k in steps:
             steps[k] += s_task[k]
-        cpu += sum(r.get("train_cpu_s", 0.0) for r in data["rows"])
+        for r in data["rows"]:  # a model's steps cost alike: its CPU time pro rata of the steps each side trains
+            per_step = r.get("train_cpu_s", 0.0) / max(r["budget_steps"], 1)
+            cpu["budget"] += per_step * r["budget_steps"]
+            cpu["stop"] += per_step * r["stop_steps"]
+            cpu["auto"] += per_step * r["stop_steps"] * (r["seed"] < used[r["encoding"]])
         count["cells"] += len(old_v)
         count["same_stop"] += sum(old_v[e] == stop_v[e] for e in old_v)
         count["same_auto"] += sum(old_v[e] == auto_v[e] for e in old_v)
@@ -184,8 +188,10 @@ def table(paths: Sequence[Path], most: int = 3) -> str:
             f"{count['cols_stop']} of {count['cols']} columns their marked winner, training steps "
             f"{steps['budget']} -> {steps['stop']} ({steps['stop'] / b:.2f}). With seeds auto:{most} as well: "
             f"{count['same_auto']} of {count['cells']} cells, {count['cols_auto']} of {count['cols']} columns, "
-            f"{steps['auto']} steps ({steps['auto'] / b:.2f} of the budget side's). The budget side's training "
-            f"took {cpu / 60:.0f} CPU-minutes.")  # fmt: skip
+            f"{steps['auto']} steps ({steps['auto'] / b:.2f} of the budget side's). CPU time of training (each "
+            f"model's measured CPU time, pro rata of its steps): budget {cpu['budget'] / 60:.0f} min, stop "
+            f"{cpu['stop'] / 60:.0f} min ({cpu['stop'] / max(cpu['budget'], 1e-9):.2f}), stop + seeds auto "
+            f"{cpu['auto'] / 60:.0f} min ({cpu['auto'] / max(cpu['budget'], 1e-9):.2f}).")  # fmt: skip
     return "\n".join(lines)
 
 
