@@ -8,7 +8,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pebench"
 MAX_LINES = 450
 LAYERS = [
     {"errors", "hashing", "options", "registry", "device", "metrics"},
-    {"encodings", "tasks", "models"},
+    {"encodings", "tasks", "models", "plugins"},
     {"training", "packing", "stopping"},
     {"store", "provenance"},
     {"analysis"},
