@@ -27,8 +27,10 @@ def _ranges(values: list[int]) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-SUITE_ARGS = ("-p", "pebench.suite.plugin", "--pyargs", "pebench.suite")
-"""What ``pebench run`` puts before the user's pytest options: the installed suite and its plugin."""
+SUITE_ARGS = ("-p", "pebench.suite.plugin", "--pyargs", "pebench.suite",
+              "-W", "ignore:Module already imported so cannot be rewritten; pebench:pytest.PytestAssertRewriteWarning")
+"""What ``pebench run`` puts before the user's pytest options: the installed suite and its plugin. (pytest rewrites
+the asserts of a ``pytest11`` plugin's package, and warns that this command already imported ``pebench``.)"""
 
 
 def run_suite(args: Sequence[str]) -> int:
