@@ -1,6 +1,6 @@
-"""The ``pebench`` command: ``pebench run [pytest options]``, ``pebench list encodings|tasks``, ``pebench bench``,
-``pebench results``, ``pebench report``, ``pebench findings``, ``pebench compare``, ``pebench merge``,
-``pebench db status|upgrade``, ``pebench seed-spread``."""
+"""The ``pebench`` command: ``pebench run [pytest options]``, ``pebench list encodings|tasks``, ``pebench check``,
+``pebench bench``, ``pebench results``, ``pebench report``, ``pebench findings``, ``pebench compare``,
+``pebench merge``, ``pebench db status|upgrade``, ``pebench seed-spread``."""
 
 from __future__ import annotations
 
@@ -88,6 +88,26 @@ def _list(args: argparse.Namespace) -> int:
                 + _from(TASKS, name)
             )
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from pebench import testing
+    from pebench.encodings.registry import ENCODINGS
+    from pebench.tasks.registry import TASKS
+
+    load_plugins(args.pebench_plugins)
+    speed = not args.no_throughput
+    if args.targets:
+        reports = [r for target in args.targets for r in testing.check(target, speed)]
+    else:
+        reports = [*(testing.check_encoding(n, speed=speed) for n in ENCODINGS.names()),
+                   *(testing.check_task(n) for n in TASKS.names())]  # fmt: skip
+    for report in reports:
+        print("\n".join(report.lines()))
+    failed = [f"{r.kind} {r.name} ({', '.join(r.failed)})" for r in reports if not r.passed]
+    print(f"{len(reports) - len(failed)} of {len(reports)} conform" + (f"; failing: {'; '.join(failed)}" if failed
+                                                                         else ""))  # fmt: skip
+    return 1 if failed else 0
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -272,6 +292,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=["encodings", "tasks"])
     add_flags(p.add_argument, ["pebench_plugins"])
     p.set_defaults(func=_list)
+
+    p = sub.add_parser(
+        "check",
+        help="run every contract property on encodings or tasks: one line each with pass/fail and the number measured",
+        description="The conformance kit (pebench.testing): causality, batch independence, determinism, checkpoint "
+        "round-trip, option errors, shift invariance (relative families), capabilities against the hooks overridden "
+        "and step throughput against rope for an encoding; declarations, batch layout, determinism, lengths and "
+        "option errors for a task. Exit status 1 when a property fails.",
+    )
+    p.add_argument("targets", nargs="*", metavar="NAME|PATH.py",
+                   help="registered names, or plugin files/modules (every class they register); default: all")
+    add_flags(p.add_argument, ["pebench_plugins"])
+    p.add_argument("--no-throughput", action="store_true", help="leave out the timed property (throughput vs rope)")
+    p.set_defaults(func=_check)
 
     p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
     p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")

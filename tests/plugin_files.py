@@ -106,3 +106,42 @@ def tiny_package(directory: Path) -> Path:
     write(directory, "pyproject.toml", PACKAGE_PYPROJECT)
     write(directory, "tiny_pe_plugin.py", PACKAGE_MODULE)
     return directory
+
+BROKEN_ENCODINGS = '''
+"""Three encodings that break the contract, one property each (pebench check must name it)."""
+
+import torch
+
+from pebench.encodings import PositionalEncoding, register
+
+
+@register
+class LeaksTheFuture(PositionalEncoding):
+    name = "leaks_future"
+    family = "none"
+    description = "adds the mean key of the whole sequence, future included, to every query"
+
+    def transform_qk(self, q, k, positions, layer):
+        return q + k.mean(dim=2, keepdim=True), k
+
+
+@register
+class DependsOnTheBatch(PositionalEncoding):
+    name = "batch_dependent"
+    family = "none"
+    description = "adds the batch's mean query to every query"
+
+    def transform_qk(self, q, k, positions, layer):
+        return q + q.mean(dim=0, keepdim=True), k
+
+
+@register
+class NonDeterministic(PositionalEncoding):
+    name = "non_deterministic"
+    family = "absolute"
+    description = "adds fresh noise from the global generator at every call"
+
+    def embed(self, positions):
+        return 0.5 * torch.randn(positions.shape[-1], self.ctx.d_model)
+'''
+"""Each breaks one property: causality, batch independence, determinism (in that order)."""

@@ -13,7 +13,7 @@ LAYERS = [
     {"store", "provenance"},
     {"analysis"},
     {"settings", "runner"},
-    {"report", "bench"},
+    {"report", "bench", "testing"},
     {"suite", "cli", "results", "__main__", "__init__"},
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}

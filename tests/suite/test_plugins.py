@@ -5,7 +5,6 @@ part in ``code_version`` and in its checkpoints' key; ``pebench list`` marks whe
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,18 +18,6 @@ from pebench.registry import BUILT_IN
 from pebench.runner import Case, Runner, code_version
 from pebench.settings import Settings
 from pebench.suite.autoload import targets_suite
-from pebench.tasks.registry import TASKS
-
-
-@pytest.fixture
-def isolated(monkeypatch: pytest.MonkeyPatch):
-    """Plugins loaded in this process (not in a suite subprocess) leave no trace in the registries."""
-    monkeypatch.setattr(plugins, "_LOADED", {})
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    with ENCODINGS.isolated(), TASKS.isolated():
-        yield
-    for name in [m for m in sys.modules if m.startswith("_pebench_plugin_")]:
-        del sys.modules[name]
 
 
 def test_a_plugin_file_and_the_ini_option_add_suite_parameters(run_suite, tiny, tmp_path):
