@@ -115,3 +115,14 @@ def test_a_clash_with_an_entry_point_or_a_built_in_is_one_line(venv, tmp_path):
     assert line == (f"ERROR: encoding 'rope' from plugin {tmp_path.resolve() / 'rope.py'} clashes with the encoding "
                     "'rope' from built-in pebench.encodings.rope; rename one of them (its name attribute)")  # fmt: skip
     assert not (tmp_path / "results.db").exists()  # a failed check writes nothing
+
+
+def test_the_pytest_entry_point_leaves_other_sessions_alone(venv, tmp_path):
+    """pebench's pytest11 entry point adds the suite's options only to a session that collects the suite: another
+    project's tests in the same environment get none of them (they would clash with its own --db or --device)."""
+    other = _ok([venv / "python", "-m", "pytest", "--help", "-p", "no:cacheprovider"], tmp_path).stdout
+    assert "pebench" in _ok([venv / "python", "-m", "pip", "list"], tmp_path).stdout  # installed, entry point too
+    assert "--encoding" not in other and "--plugin" not in other
+    suite = _ok([venv / "python", "-m", "pytest", "--pyargs", "pebench.suite", "--help", "-p", "no:cacheprovider"],
+                tmp_path).stdout  # fmt: skip
+    assert "--encoding=ENCODING" in suite and "--plugin=PATH.py|MODULE" in suite and "pebench_plugins" in suite
