@@ -1,6 +1,6 @@
-"""The ``pebench`` command: ``pebench list encodings|tasks``, ``pebench bench``, ``pebench results``,
-``pebench report``, ``pebench findings``, ``pebench compare``, ``pebench merge``, ``pebench db status|upgrade``,
-``pebench seed-spread``."""
+"""The ``pebench`` command: ``pebench run [pytest options]``, ``pebench list encodings|tasks``, ``pebench check``,
+``pebench bench``, ``pebench results``, ``pebench report``, ``pebench findings``, ``pebench compare``,
+``pebench merge``, ``pebench db status|upgrade``, ``pebench seed-spread``."""
 
 from __future__ import annotations
 
@@ -27,16 +27,52 @@ def _ranges(values: list[int]) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
+SUITE_ARGS = ("-p", "pebench.suite.plugin", "--pyargs", "pebench.suite",
+              "-W", "ignore:Module already imported so cannot be rewritten; pebench:pytest.PytestAssertRewriteWarning")
+"""What ``pebench run`` puts before the user's pytest options: the installed suite and its plugin. (pytest rewrites
+the asserts of a ``pytest11`` plugin's package, and warns that this command already imported ``pebench``.)"""
+
+
+def run_suite(args: Sequence[str]) -> int:
+    """``pebench run ARGS``: ``pytest -p pebench.suite.plugin --pyargs pebench.suite ARGS`` in this process, from
+    the current directory (results go where the suite's ``--db`` default says), with pytest's exit status."""
+    import pytest
+
+    return int(pytest.main([*SUITE_ARGS, *args]))
+
+
+def load_plugins(given: Sequence[str]) -> None:
+    """The encodings and tasks of installed entry points, of the project's ini option ``pebench_plugins`` and of
+    ``--plugin``, as the suite loads them (:mod:`pebench.plugins`)."""
+    from pathlib import Path
+
+    from pebench import plugins
+
+    plugins.load_session(*plugins.configured(), given, Path.cwd())
+
+
+def _from(registry: object, name: str) -> str:
+    """``  (from plugin ...)`` for an encoding or task that is not built in (nothing for the built-ins)."""
+    from pebench.registry import BUILT_IN
+
+    source = registry.source(name)  # type: ignore[attr-defined]
+    return "" if source == BUILT_IN else f"  (from {source})"
+
+
 def _list(args: argparse.Namespace) -> int:
     from pebench import encodings, tasks
+    from pebench.encodings.registry import ENCODINGS
+    from pebench.tasks.registry import TASKS
 
+    load_plugins(args.pebench_plugins)
     if args.what == "encodings":
         rows = encodings.describe()
         width = max(len(n) for n, _, _ in rows)
         for name, desc, paper in rows:
             needs = sorted(encodings.get(name).needs)
             extra = f"  (needs task annotations: {', '.join(needs)})" if needs else ""
-            print(f"{name:<{width}}  {desc}  [{paper}]{extra}")
+            print(f"{name:<{width}}  {desc or '(no description)'}{f'  [{paper}]' if paper else ''}{extra}"
+                  f"{_from(ENCODINGS, name)}")  # fmt: skip
     else:
         names = tasks.available()
         width = max(len(n) for n in names)
@@ -49,8 +85,29 @@ def _list(args: argparse.Namespace) -> int:
                 f"full {_ranges(t.eval_lengths('full'))}, {t.metric} ({'higher' if t.higher_is_better else 'lower'} "
                 f"is better), chance {t.chance_level:.3g}  -- {t.description}"
                 + (f"  (annotations: {', '.join(sorted(t.annotations))})" if t.annotations else "")
+                + _from(TASKS, name)
             )
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from pebench import testing
+    from pebench.encodings.registry import ENCODINGS
+    from pebench.tasks.registry import TASKS
+
+    load_plugins(args.pebench_plugins)
+    speed = not args.no_throughput
+    if args.targets:
+        reports = [r for target in args.targets for r in testing.check(target, speed)]
+    else:
+        reports = [*(testing.check_encoding(n, speed=speed) for n in ENCODINGS.names()),
+                   *(testing.check_task(n) for n in TASKS.names())]  # fmt: skip
+    for report in reports:
+        print("\n".join(report.lines()))
+    failed = [f"{r.kind} {r.name} ({', '.join(r.failed)})" for r in reports if not r.passed]
+    print(f"{len(reports) - len(failed)} of {len(reports)} conform" + (f"; failing: {'; '.join(failed)}" if failed
+                                                                         else ""))  # fmt: skip
+    return 1 if failed else 0
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -227,9 +284,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="list encodings or tasks")
+    sub.add_parser("run", add_help=False,
+                   help="run the benchmark suite from any directory: every argument goes to pytest (pebench run "
+                        "--help lists the suite's options), as pytest --pyargs pebench.suite ARGS")  # fmt: skip
+
+    p = sub.add_parser("list", help="list encodings or tasks (with their source when not built in)")
     p.add_argument("what", choices=["encodings", "tasks"])
+    add_flags(p.add_argument, ["pebench_plugins"])
     p.set_defaults(func=_list)
+
+    p = sub.add_parser(
+        "check",
+        help="run every contract property on encodings or tasks: one line each with pass/fail and the number measured",
+        description="The conformance kit (pebench.testing): causality, batch independence, determinism, checkpoint "
+        "round-trip, option errors, shift invariance (relative families), capabilities against the hooks overridden "
+        "and step throughput against rope for an encoding; declarations, batch layout, determinism, lengths and "
+        "option errors for a task. Exit status 1 when a property fails.",
+    )
+    p.add_argument("targets", nargs="*", metavar="NAME|PATH.py",
+                   help="registered names, or plugin files/modules (every class they register); default: all")
+    add_flags(p.add_argument, ["pebench_plugins"])
+    p.add_argument("--no-throughput", action="store_true", help="leave out the timed property (throughput vs rope)")
+    p.set_defaults(func=_check)
 
     p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
     p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
@@ -341,6 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # a thin front door: pytest parses (and explains) every option
+        return run_suite(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

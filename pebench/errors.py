@@ -30,6 +30,14 @@ class LengthError(PebenchError, ValueError):
     """A sequence length a task cannot produce."""
 
 
+class PluginError(PebenchError):
+    """A ``--plugin`` (or ``pebench_plugins``) that cannot be loaded, or an entry point that fails to import."""
+
+
+class NameClashError(PebenchError, ValueError):
+    """Two encodings (or tasks) registered under one name from different sources, e.g. a plugin and a built-in."""
+
+
 class DatabaseError(PebenchError):
     """A results database URL that cannot be opened or is not a database."""
 

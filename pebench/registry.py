@@ -1,14 +1,54 @@
 """The one registry type: name -> class (encodings, tasks) or object (metrics, findings), with one-line errors for
-unknown names."""
+unknown names.
+
+Every entry remembers where it came from (:meth:`Registry.source`): ``built-in`` for pebench's own modules, else the
+label of the plugin being imported when it registered (:func:`loading`, set by :mod:`pebench.plugins`), else the
+module that defined it. Two entries of one name from different sources are a one-line
+:class:`~pebench.errors.NameClashError` naming both."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-from pebench.errors import PebenchError, UnknownNameError
+from pebench.errors import NameClashError, PebenchError, UnknownNameError
 
 T = TypeVar("T")
+
+BUILT_IN = "built-in"
+"""The source of everything defined in pebench's own modules."""
+
+_LOADING: list[str] = []
+
+
+@contextmanager
+def loading(source: str) -> Iterator[None]:
+    """Registrations made inside (while a plugin is imported) come from ``source``, e.g. ``plugin /x/my_pe.py``;
+    pebench's own classes stay ``built-in`` wherever they are imported."""
+    _LOADING.append(source)
+    try:
+        yield
+    finally:
+        _LOADING.pop()
+
+
+def _module(item: Any) -> str:
+    return str(getattr(item, "__module__", "") or "")
+
+
+def source_of(item: Any) -> str:
+    """Where ``item`` comes from: ``built-in``, the plugin being loaded (:func:`loading`), or ``module NAME``."""
+    module = _module(item)
+    if module == "pebench" or module.startswith("pebench."):
+        return BUILT_IN
+    return _LOADING[-1] if _LOADING else f"module {module}"
+
+
+def _identity(item: Any) -> Any:
+    """The same class imported again (a module reloaded) has the same identity; distinct classes never do."""
+    qualname = getattr(item, "__qualname__", None)
+    return (_module(item), qualname) if isinstance(qualname, str) else id(item)
 
 
 class Registry(Generic[T]):
@@ -17,15 +57,46 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._sources: dict[str, str] = {}
         self._resolvers: list[Callable[[str], T | None]] = []
 
-    def add(self, name: str, item: T) -> T:
+    def add(self, name: str, item: T, source: str | None = None) -> T:
+        """Register ``item`` as ``name`` from ``source`` (default :func:`source_of`). The same class imported again
+        replaces itself; another item of the name is a :class:`~pebench.errors.NameClashError` naming both
+        sources."""
         if not name:
             raise ValueError(f"a {self.kind} needs a name")
-        if name in self._items and self._items[name] is not item:
-            raise ValueError(f"{self.kind} {name!r} is registered twice")
+        source = source or source_of(item)
+        old = self._items.get(name)
+        if old is not None and old is not item and _identity(old) != _identity(item):
+            raise NameClashError(
+                f"{self.kind} {name!r} from {self._describe(source, item)} clashes with the {self.kind} {name!r} from "
+                f"{self._describe(self._sources[name], old)}; rename one of them (its name attribute)"
+            )
         self._items[name] = item
+        self._sources.setdefault(name, source)
         return item
+
+    @staticmethod
+    def _describe(source: str, item: Any) -> str:
+        return f"{source} {_module(item)}" if source == BUILT_IN else source
+
+    def source(self, name: str) -> str:
+        """Where ``name`` comes from (:func:`source_of`); a name a resolver builds (e.g. ``randomized_<X>``) is
+        built-in."""
+        if name in self._sources:
+            return self._sources[name]
+        self.get(name)  # an unknown name is a one-line error
+        return BUILT_IN
+
+    @contextmanager
+    def isolated(self) -> Iterator[None]:
+        """Registrations made inside are undone at exit (checking a plugin file, tests)."""
+        items, sources = dict(self._items), dict(self._sources)
+        try:
+            yield
+        finally:
+            self._items, self._sources = items, sources
 
     def add_resolver(self, resolver: Callable[[str], T | None]) -> None:
         """A fallback that builds an item for names not registered directly (e.g. wrapper prefixes)."""

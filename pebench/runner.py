@@ -29,6 +29,7 @@ from pebench.evaluation import eval_positions, evaluate
 from pebench.hashing import config_hash, derive_seed
 from pebench.models import Transformer
 from pebench.packing import packable, train_packed
+from pebench.plugins import external_files
 from pebench.settings import Settings
 from pebench.store import attention
 from pebench.store.record import ResultRecord
@@ -74,7 +75,8 @@ def _source_files(*modules: Any) -> Iterable[Path]:
 
 def code_version(encoding_cls: type, task_cls: type) -> str:
     """Hash of the source that affects results: model, trainer (with packing and the stop rule), evaluation, the
-    bases, this encoding's and this task's modules."""
+    bases, this encoding's and this task's modules, and a plugin's source files (:func:`pebench.plugins.external_files`;
+    none for pebench's own classes, whose hash is what it was before plugins)."""
     import inspect
 
     from pebench import evaluation, models, packing, stopping, training
@@ -89,6 +91,21 @@ def code_version(encoding_cls: type, task_cls: type) -> str:
             if mod is not None and getattr(mod, "__file__", None) and mod.__name__.startswith("pebench."):
                 files.append(Path(mod.__file__))
     for path in sorted(set(files)):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    for path in external_files(encoding_cls, task_cls):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def plugin_code(encoding_cls: type, task_cls: type) -> str:
+    """Hash of the plugin source files of an (encoding, task) pair; "" when both are pebench's own."""
+    files = external_files(encoding_cls, task_cls)
+    if not files:
+        return ""
+    h = hashlib.sha256()
+    for path in files:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -196,9 +213,12 @@ class Runner:
 
     def model_key(self, case: Case) -> str:
         """The identity of the trained model of ``case``: its training configuration (without evaluation settings
-        and evaluation-only options, see :meth:`describe`) and seed."""
+        and evaluation-only options, see :meth:`describe`) and seed; for a plugin's encoding or task also its source
+        (:func:`plugin_code`), so an edited plugin trains anew instead of loading an older checkpoint."""
         config = self.describe(case, training=True)
-        return config_hash({k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed})
+        key = {k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed}
+        code = plugin_code(encodings.get(case.encoding), type(self.task(case.task)))
+        return config_hash(key | {"plugin_code": code} if code else key)
 
     @property
     def checkpoints(self) -> CheckpointStore:

@@ -155,6 +155,9 @@ FLAGS: dict[str, Flag] = {f.dest: f for f in (
          {"type": int, "default": Settings.eval_samples}),
     Flag("--device", "device", "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default auto)",
          {"default": "auto"}),
+    Flag("--plugin", "pebench_plugins", "import encodings and tasks from a Python file or module (repeatable; also "
+         "the ini option pebench_plugins); its @register classes join the built-ins (docs/extending.md#plugins)",
+         {"action": "append", "default": [], "metavar": "PATH.py|MODULE"}),
     Flag("--encoding", "encoding", "comma-separated encodings to run (default: all)"),
     Flag("--task", "task", "comma-separated tasks to run (default: all)"),
     Flag("--encoding-options", "encoding_options", "options of one encoding, e.g. rope:base=500 (repeatable)",

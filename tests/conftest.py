@@ -78,6 +78,21 @@ def run_suite(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.Mon
     return run
 
 
+@pytest.fixture
+def isolated(monkeypatch: pytest.MonkeyPatch):
+    """Plugins loaded in this process (not in a suite subprocess) leave no trace in the registries."""
+    from pebench import plugins
+    from pebench.encodings.registry import ENCODINGS
+    from pebench.tasks.registry import TASKS
+
+    monkeypatch.setattr(plugins, "_LOADED", {})
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with ENCODINGS.isolated(), TASKS.isolated():
+        yield
+    for name in [m for m in sys.modules if m.startswith("_pebench_plugin_")]:
+        del sys.modules[name]
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """A throwaway PostgreSQL server for this test session (see :mod:`tests.pgcluster`)."""

@@ -8,12 +8,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pebench"
 MAX_LINES = 450
 LAYERS = [
     {"errors", "hashing", "options", "registry", "device", "metrics"},
-    {"encodings", "tasks", "models"},
+    {"encodings", "tasks", "models", "plugins"},
     {"training", "packing", "stopping", "evaluation", "checkpoints"},
     {"store", "provenance"},
     {"analysis"},
     {"settings", "runner"},
-    {"report", "bench"},
+    {"report", "bench", "testing"},
     {"suite", "cli", "results", "__main__", "__init__"},
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -33,6 +33,7 @@ class FIRE(PositionalEncoding):
     description = "learned MLP of the log-normalised distance ψ(i-j)/ψ(max(L,i)), one value per head"
     paper = "Li et al. 2024, arXiv:2310.04418"
     bias_shared_by_layers = True  # one MLP, c and L for all layers
+    shift_invariant = False  # relative family, but normalised by the query's position past L (pebench.testing)
     options = {
         "hidden": Option(32, "hidden units of the MLP", type=int, low=1),
         "threshold": Option(64.0, "initial value of the learned threshold L", low=1.0),

@@ -1,7 +1,9 @@
 """The suite's pytest wiring: command-line options, one parametrized case per (encoding, task, length, seed), one
 :class:`~pebench.runner.Runner` per process held in a typed :class:`SuiteState`, and the results database.
 
-``suite/conftest.py`` imports this module, so the options exist when the suite is collected (``pytest suite``).
+``suite/conftest.py`` imports this module, so the options exist when the suite is collected (``pytest suite``); an
+installed pebench gets it through its ``pytest11`` entry point (:mod:`pebench.suite.autoload`, ``pytest --pyargs
+pebench.suite``) or ``pebench run`` (``-p``). Plugins (``--plugin``, ini ``pebench_plugins``, entry points) load first.
 
 Results travel from the test to the database through the test report: a case stores its
 :class:`~pebench.store.record.ResultRecord` with ``record_property``, and the process that runs pytest's reporting
@@ -27,13 +29,14 @@ from typing import Any
 import pytest
 import torch
 
-from pebench import encodings, tasks
+from pebench import encodings, plugins, tasks
 from pebench.analysis.compare import Baseline
 from pebench.device import pick_device
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash
 from pebench.metrics import Tolerances
 from pebench.options import parse_assignments
+from pebench.plugins import INI_OPTION
 from pebench.registry import parse_names
 from pebench.runner import Case, Runner
 from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
@@ -63,8 +66,9 @@ __all__ = [
 ]
 
 SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
-               "val_batches", "pack", "precision", "stop", "device", "encoding", "task", "encoding_options",
-               "task_options", "cache_dir", "no_cache", "report", "shard", "executor", "ray_address", "timing_table")
+               "val_batches", "pack", "precision", "stop", "device", "pebench_plugins", "encoding", "task",
+               "encoding_options", "task_options", "cache_dir", "no_cache", "report", "shard", "executor",
+               "ray_address", "timing_table")
 REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
 
 
@@ -90,8 +94,13 @@ class SuiteState:
 STATE = pytest.StashKey[SuiteState]()
 
 
+MARKERS = ("full: cases of the full tier (run with -m full or --tier full)",
+           "quick: cases of the quick tier (the default)")  # fmt: skip
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, SUITE_FLAGS)
+    parser.addini(INI_OPTION, "plugins to import, as --plugin (paths relative to this file)", type="args", default=[])
     add_flags(parser.getgroup("pebench-regression", "pebench regression runs").addoption, REGRESSION_FLAGS,
               tolerance={"help": FLAGS["tolerance"].help + ", for --baseline"},
               ppl_tolerance={"help": FLAGS["ppl_tolerance"].help + ", for --baseline"})  # fmt: skip
@@ -212,7 +221,11 @@ def _baseline(config: pytest.Config, state: SuiteState) -> Baseline | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Validate every option before collection; the controller opens the database (before any training)."""
-    try:
+    for marker in MARKERS:  # also outside this repository (pytest --pyargs pebench.suite, pebench run)
+        config.addinivalue_line("markers", marker)
+    try:  # plugins first: their encodings and tasks are valid names for every check below
+        plugins.load_session(config.getini(INI_OPTION), config.inipath.parent if config.inipath else config.rootpath,
+                             config.getoption("pebench_plugins"), config.invocation_params.dir)  # fmt: skip
         _share_cores(config)
         if config.getoption("deterministic"):
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")

@@ -15,7 +15,8 @@ whose training raised is not retried: its cases are recorded as failed (status `
 session goes on.
 
 Workers import pebench: on a local instance they use this interpreter's environment; on a cluster install pebench
-(and the same torch) on every node, or pass it with Ray's runtime environments (``working_dir``).
+(and the same torch) on every node, or pass it with Ray's runtime environments (``working_dir``). Each task loads
+the session's plugins (a ``--plugin`` file by its absolute path, so on a cluster it must exist there too).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 import torch
 
+from pebench import plugins
 from pebench.checkpoints import CheckpointStore
 from pebench.errors import PebenchError
 from pebench.runner import Case, Runner
@@ -61,8 +63,11 @@ class RayRun:
                 f"{self.cached} already cached, {self.seconds:.1f} s")  # fmt: skip
 
 
-def train_to_bytes(settings: Settings, case: Case, config: dict[str, Any], threads: int) -> bytes:
-    """Train the model of ``case`` (on the worker) and return its checkpoint, as the runner would save it."""
+def train_to_bytes(settings: Settings, case: Case, config: dict[str, Any], threads: int,
+                   plugin_specs: tuple[str, ...] = ()) -> bytes:  # fmt: skip
+    """Train the model of ``case`` (on the worker) and return its checkpoint, as the runner would save it. The
+    session's plugins (``plugin_specs``: absolute paths or module names) and entry points are loaded first."""
+    plugins.load_session((), None, plugin_specs, None)
     torch.set_num_threads(threads)
     runner = Runner(replace(settings, cache_dir=None, progress=False, pack_seeds=1))  # one Ray task per seed
     trained = runner.model_for(case, config)
@@ -110,7 +115,8 @@ def train_models(runner: Runner, cases: Iterable[Case], address: str | None, mod
         settings = replace(runner.settings, cache_dir=None, progress=False)
         if gpus:
             settings = replace(settings, device="cuda")
-        refs = {task.remote(settings, case, config, threads): key
+        specs = tuple(p.reload_spec for p in plugins.loaded())
+        refs = {task.remote(settings, case, config, threads, specs): key
                 for key, (case, config, _) in todo.items()}  # fmt: skip
         pending = list(refs)
         while pending:

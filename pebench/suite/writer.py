@@ -15,6 +15,7 @@ import torch
 from pebench.analysis.compare import Baseline, Regression
 from pebench.device import pick_device
 from pebench.errors import PebenchError
+from pebench.plugins import load_entry_points, loaded
 from pebench.provenance import run_info
 from pebench.settings import Settings
 from pebench.store.database import add_result, finish_run, mask_secrets, safe_url, start_run
@@ -48,6 +49,10 @@ def run_options(config: pytest.Config, baseline: Baseline | None) -> dict[str, A
     opts["keyword"] = config.option.keyword
     opts["markexpr"] = config.option.markexpr
     opts["numprocesses"] = getattr(config.option, "numprocesses", None)
+    if loaded():  # only with plugins: the options of other runs stay as they were (pebench merge compares them)
+        opts["plugins"] = [p.spec for p in loaded()]
+    if load_entry_points():
+        opts["entry_points"] = [p.source for p in load_entry_points()]
     return opts
 
 

@@ -1,0 +1,109 @@
+"""The conformance kit (issue 29, item 3): ``pebench.testing`` and ``pebench check`` pass every built-in encoding and
+task, and fail -- naming the property, with the number measured -- encodings that leak the future, depend on the
+batch or are non-deterministic, and classes whose declarations contradict their hooks or whose batches are not a
+function of the generator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from plugin_files import BROKEN_ENCODINGS, write
+
+from pebench import encodings, tasks
+from pebench.encodings.alibi import ALiBi
+from pebench.encodings.base import PositionalEncoding
+from pebench.tasks.k_back import KBack
+from pebench.testing import FAIL, PASS, SKIP, assert_conforms, check, check_encoding, check_task
+
+ENCODING_PROPERTIES = ["causality", "batch independence", "determinism", "checkpoint round-trip", "option errors",
+                       "shift invariance", "capabilities", "throughput vs rope"]  # fmt: skip
+TASK_PROPERTIES = ["declarations", "batch layout", "determinism", "lengths", "option errors"]
+BROKEN = {"leaks_future": "causality", "batch_dependent": "batch independence", "non_deterministic": "determinism"}
+
+
+@pytest.mark.parametrize("name", encodings.available())
+def test_every_built_in_encoding_conforms(name):
+    report = check_encoding(name)
+    assert report.passed, "\n".join(report.lines())
+    assert [p.name for p in report.properties] == ENCODING_PROPERTIES
+    shift = report.properties[5]
+    cls = encodings.get(name)
+    relative = cls.family in ("rotary", "bias") and getattr(cls, "shift_invariant", True)  # FIRE declares it is not
+    assert shift.status == (PASS if relative else SKIP), shift
+
+
+@pytest.mark.parametrize("name", tasks.available())
+def test_every_built_in_task_conforms(name):
+    report = check_task(name)
+    assert report.passed, "\n".join(report.lines())
+    assert [p.name for p in report.properties] == TASK_PROPERTIES
+
+
+def test_each_broken_encoding_fails_its_property_only(isolated, tmp_path):
+    reports = {r.name: r for r in check(write(tmp_path, "broken.py", BROKEN_ENCODINGS), speed=False)}
+    assert sorted(reports) == sorted(BROKEN)
+    for name, prop in BROKEN.items():
+        report = reports[name]
+        assert report.failed == [prop], "\n".join(report.lines())
+        (failed,) = [p for p in report.properties if p.status == FAIL]
+        assert float(failed.measured) > 10 * 1e-5  # well past the tolerance, not a rounding accident
+        assert report.lines()[0] == f"encoding {name} (plugin {tmp_path / 'broken.py'}): FAILS {prop}"
+
+
+def test_pebench_check_prints_one_line_per_property_and_fails_on_broken_encodings(tmp_path):
+    write(tmp_path, "broken.py", BROKEN_ENCODINGS)
+    proc = subprocess.run([sys.executable, "-m", "pebench", "check", "broken.py", "alibi", "k_back",
+                           "--no-throughput"], cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    head = lines.index(f"encoding leaks_future (plugin {tmp_path / 'broken.py'}): FAILS causality")
+    assert lines[head + 1].split()[:2] == ["FAIL", "causality"]
+    assert [line.split()[0] for line in lines[head + 1 : head + 8]] == ["FAIL", "PASS", "PASS", "PASS", "PASS",
+                                                                        "SKIP", "PASS"]  # fmt: skip
+    assert "encoding alibi (built-in): conforms" in lines and "task k_back (built-in): conforms" in lines
+    assert lines[-1] == ("2 of 5 conform; failing: encoding batch_dependent (batch independence); encoding "
+                         "leaks_future (causality); encoding non_deterministic (determinism)")  # fmt: skip
+    ok = subprocess.run([sys.executable, "-m", "pebench", "check", "alibi", "--no-throughput"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert ok.returncode == 0 and ok.stdout.splitlines()[-1] == "1 of 1 conform"
+
+
+def test_assert_conforms_for_the_users_own_tests(isolated, tmp_path):
+    assert_conforms(ALiBi, speed=False)  # a class
+    assert_conforms("k_back")  # a registered name
+    with pytest.raises(AssertionError, match=r"(?m)^  FAIL  determinism +[0-9.e-]+  max relative difference"):
+        assert_conforms(write(tmp_path, "broken.py", BROKEN_ENCODINGS), speed=False)
+
+
+class HiddenBiasUndeclared(PositionalEncoding):
+    """Implements attn_bias_from_hidden but does not declare reads_hidden: the model would never call it."""
+
+    name = "undeclared"
+    family = "content"
+
+    def attn_bias_from_hidden(self, x, positions, layer):
+        return None
+
+
+class GlobalRandomTask(KBack):
+    """Draws its tokens from the global generator, not from the one it is given."""
+
+    name = "global_random"
+
+    def sample(self, batch_size, length, generator, split="train"):
+        batch = super().sample(batch_size, length, generator, split)
+        batch.inputs = torch.randint(0, self.vocab_size, batch.inputs.shape)
+        return batch
+
+
+def test_capabilities_and_task_determinism_fail_by_name():
+    report = check_encoding(HiddenBiasUndeclared, speed=False)
+    assert report.failed == ["capabilities"]
+    (cap,) = [p for p in report.properties if p.name == "capabilities"]
+    assert cap.measured == "7/8" and cap.detail == "inconsistent: reads_hidden <=> attn_bias_from_hidden"
+    assert report.source == f"module {__name__}"
+    report = check_task(GlobalRandomTask)
+    assert report.failed == ["determinism"], "\n".join(report.lines())

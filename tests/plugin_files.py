@@ -1,0 +1,147 @@
+"""Plugin sources the tests write to disk: a user's encoding file, files that clash or fail, and a tiny installable
+package contributing an encoding and a task through pebench's entry-point groups."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+MY_PE = '''
+"""A user's positional encoding: one linear distance penalty shared by every head (ALiBi with a single slope)."""
+
+import torch
+
+from pebench.encodings import PositionalEncoding, register
+from pebench.encodings.base import relative_distances
+from pebench.options import Option
+
+
+@register
+class MyPE(PositionalEncoding):
+    name = "{name}"
+    family = "bias"
+    description = "one linear distance penalty shared by every head"
+    paper = "a user's plugin"
+    options = {{"slope": Option(0.5, "the penalty per token of distance", float, low=0.0)}}
+    bias_shared_by_layers = True
+
+    def attn_bias(self, q, k, positions, layer):
+        return -self.opts["slope"] * relative_distances(positions).abs().to(torch.float32)
+'''
+
+BROKEN = '''
+"""A plugin that fails on import."""
+
+from pebench.encodings import register
+
+VALUE = undefined_name + 1
+'''
+
+EMPTY = '''
+"""A plugin that forgot @register."""
+
+from pebench.encodings import PositionalEncoding
+
+
+class Forgotten(PositionalEncoding):
+    name = "forgotten"
+'''
+
+PACKAGE_PYPROJECT = '''
+[build-system]
+requires = ["setuptools>=64"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "pebench-tiny-plugin"
+version = "0.1"
+
+[project.entry-points."pebench.encodings"]
+tiny_pe = "tiny_pe_plugin"
+
+[project.entry-points."pebench.tasks"]
+tiny_back = "tiny_pe_plugin:TinyBack"
+
+[tool.setuptools]
+py-modules = ["tiny_pe_plugin"]
+'''
+
+PACKAGE_MODULE = '''
+"""An installed plugin: an encoding registered by @register (the entry point names the module) and a task the entry
+point names as a class (registered by pebench)."""
+
+from pebench.encodings import register
+from pebench.encodings.alibi import ALiBi
+from pebench.tasks.k_back import KBack
+
+
+@register
+class TinyPE(ALiBi):
+    name = "tiny_pe"
+    description = "ALiBi under another name, from an installed package"
+    paper = "a tiny package"
+
+
+class TinyBack(KBack):
+    name = "tiny_back"
+    description = "k_back under another name, from an installed package"
+'''
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    """``text`` (dedented) written to ``directory / name``; the path."""
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def my_pe(directory: Path, name: str = "my_pe", file: str | None = None) -> Path:
+    """A plugin file registering the encoding ``name`` (default ``my_pe.py``)."""
+    return write(directory, file or f"{name}.py", MY_PE.format(name=name))
+
+
+def tiny_package(directory: Path) -> Path:
+    """The source tree of the installable package ``pebench-tiny-plugin``."""
+    write(directory, "pyproject.toml", PACKAGE_PYPROJECT)
+    write(directory, "tiny_pe_plugin.py", PACKAGE_MODULE)
+    return directory
+
+BROKEN_ENCODINGS = '''
+"""Three encodings that break the contract, one property each (pebench check must name it)."""
+
+import torch
+
+from pebench.encodings import PositionalEncoding, register
+
+
+@register
+class LeaksTheFuture(PositionalEncoding):
+    name = "leaks_future"
+    family = "none"
+    description = "adds the mean key of the whole sequence, future included, to every query"
+
+    def transform_qk(self, q, k, positions, layer):
+        return q + k.mean(dim=2, keepdim=True), k
+
+
+@register
+class DependsOnTheBatch(PositionalEncoding):
+    name = "batch_dependent"
+    family = "none"
+    description = "adds the batch's mean query to every query"
+
+    def transform_qk(self, q, k, positions, layer):
+        return q + q.mean(dim=0, keepdim=True), k
+
+
+@register
+class NonDeterministic(PositionalEncoding):
+    name = "non_deterministic"
+    family = "absolute"
+    description = "adds fresh noise from the global generator at every call"
+
+    def embed(self, positions):
+        return 0.5 * torch.randn(positions.shape[-1], self.ctx.d_model)
+'''
+"""Each breaks one property: causality, batch independence, determinism (in that order)."""
