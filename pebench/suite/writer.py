@@ -136,8 +136,9 @@ class ResultWriter:
         cache = self.settings.cache_dir
         kept = (f"its trained model stays in {cache}, so a rerun (e.g. with --reuse) does not train it again"
                 if cache is not None else "no trained model is kept (--no-cache)")  # fmt: skip
+        run = "the run ends failed" if self.run_id is not None else "no run row could be written either"
         line = (f"pebench: the result of {record.case_id} (seed {record.seed}) was not written to "
-                f"{safe_url(self.url)}: {why}; the run ends failed, and {kept}")  # fmt: skip
+                f"{safe_url(self.url)}: {why}; {run}, and {kept}")  # fmt: skip
         self.not_written.append(line)
         if hasattr(report, "wasxfail"):  # a diverged case: its record is lost all the same
             del report.wasxfail
