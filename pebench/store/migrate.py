@@ -227,8 +227,8 @@ def _upgrade_checked(conn: Connection, state: SchemaState, shown: str) -> None:
     back with the transaction."""
     upgrade(conn, state)
     after = inspect_schema(conn)
-    if after.kind != "current":
-        _refuse(after, shown, create=False)
+    if after.kind != "current":  # named at the revision it stays at
+        _refuse(SchemaState("incomplete", state.revision, after.tables, after.missing), shown, create=False)
 
 
 def _refuse(state: SchemaState, shown: str, create: bool) -> None:
