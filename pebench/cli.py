@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pebench.errors import PebenchError
 
@@ -278,10 +279,18 @@ SPREAD_WHAT = ("seed-to-seed standard deviation of one result's normalised score
                "measured it (pebench seed-spread -o merges: the run's tasks replace their entries, the others stay)")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with its errors in one line, as every pebench error: the message and where the usage is
+    (argparse would print the usage first, over several lines). Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pebench.settings import MODEL_FLAGS, TOLERANCE_FLAGS, add_flags
 
-    parser = argparse.ArgumentParser(prog="pebench", description=__doc__)
+    parser = Parser(prog="pebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("run", add_help=False,

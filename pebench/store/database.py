@@ -80,6 +80,12 @@ def mask_secrets(text: str) -> str:
 
 
 _CREDENTIALS = re.compile(r"(\b[\w+.-]+://[^:/@\s]+):[^@\s]+@")
+
+
+def error_line(err: BaseException) -> str:
+    """The first line of a database error (the driver's own message where SQLAlchemy wraps one), password masked."""
+    lines = str(getattr(err, "orig", None) or err).strip().splitlines()
+    return mask_secrets(lines[0]) if lines else type(err).__name__
 CREATE_TRIES = 5
 
 
@@ -115,11 +121,25 @@ def open_db(url: str, create: bool = True, check: bool = True) -> Engine:
 
     The check connects and reads the schema, so an unreachable path or a file that is not a database fails here,
     before any training starts; a SQLite file must also pass ``PRAGMA quick_check`` (corrupt pages are refused, never
-    written to). The schema's revision is checked by :func:`pebench.store.migrate.prepare`: a writer (``create``)
-    creates a new database and upgrades an older pebench one; a foreign or newer database is refused, and read
-    commands (``create=False``) never write; ``check=False`` (``pebench db``) leaves the schema to the caller. Messages
-    show the URL without its password.
+    written to). The schema is checked by :func:`pebench.store.migrate.prepare`: its revision, and at the head
+    revision every table and column the code needs; a writer (``create``) creates a new database and upgrades an older
+    pebench one; a foreign, newer or incomplete database is refused, and read commands (``create=False``) never write;
+    ``check=False`` (``pebench db``) leaves the schema to the caller. Messages show the URL without its password. The
+    caller disposes of the engine; on any failure here it is already disposed.
     """
+    return _open(url, create, check, dry_run=False)[0]
+
+
+def check_db(url: str) -> migrate.SchemaState:
+    """A writer's :func:`open_db` as a dry run (``pytest suite --collect-only``): the same checks and refusals, but
+    nothing is created, upgraded or switched to WAL mode -- a SQLite file that does not exist yet is not created (its
+    directory must exist). Returns what the database holds (``empty`` for a file not there yet)."""
+    engine, state = _open(url, create=True, check=True, dry_run=True)
+    engine.dispose()
+    return state
+
+
+def _open(url: str, create: bool, check: bool, dry_run: bool) -> tuple[Engine, migrate.SchemaState]:
     shown = safe_url(url)
     try:
         parsed = make_url(url)
@@ -127,11 +147,12 @@ def open_db(url: str, create: bool = True, check: bool = True) -> Engine:
         raise DatabaseError(f"--db {shown!r} is not a database URL; expected e.g. sqlite:///results.db") from None
     is_sqlite = parsed.get_backend_name() == "sqlite"
     is_file = is_sqlite and parsed.database not in (None, "", ":memory:")
-    if is_file:
-        parent = Path(parsed.database).expanduser().resolve().parent
+    path = Path(parsed.database).expanduser() if is_file else None
+    if path is not None:
+        parent = path.resolve().parent
         if not parent.is_dir():
             raise DatabaseError(f"--db {shown!r}: directory {parent} does not exist")
-        if not create and not Path(parsed.database).expanduser().exists():
+        if not create and not path.exists():
             raise DatabaseError(f"--db {shown!r}: no such database file")
     try:
         engine = create_engine(parsed)
@@ -139,15 +160,21 @@ def open_db(url: str, create: bool = True, check: bool = True) -> Engine:
         raise DatabaseError(f"--db {shown!r} cannot be opened: {mask_secrets(str(err))}") from None
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
+    state = migrate.SchemaState("empty", None, ())
+
     def prepare() -> None:
-        if is_file and Path(parsed.database).expanduser().exists():
+        nonlocal state
+        exists = path is not None and path.exists()
+        if exists:
             _quick_check(engine)
+        if dry_run and path is not None and not exists:
+            return  # connecting would create the file
         if not check:
             with engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1")
             return
-        migrate.prepare(engine, shown, create)
-        if is_file and create:
+        state = migrate.prepare(engine, shown, create, dry_run)
+        if path is not None and create and not dry_run:
             _wal(engine)
 
     try:
@@ -157,9 +184,11 @@ def open_db(url: str, create: bool = True, check: bool = True) -> Engine:
         raise
     except sa_exc.SQLAlchemyError as err:
         engine.dispose()
-        reason = mask_secrets(str(getattr(err, "orig", err)).splitlines()[0])
-        raise DatabaseError(f"--db {shown!r} is not a usable database: {reason}") from None
-    return engine
+        raise DatabaseError(f"--db {shown!r} is not a usable database: {error_line(err)}") from None
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine, state
 
 
 @contextmanager

@@ -10,6 +10,11 @@ Every database pebench writes carries its Alembic revision (table ``alembic_vers
   every pending step is marked ``SAFE`` (it only adds), and says so; read commands never write, so they stop with one
   line naming ``pebench db upgrade``;
 * ``ahead`` -- written by a newer pebench (a revision this one does not know): refused;
+* ``incomplete`` -- a pebench database (its ``alembic_version`` names a revision this pebench knows) whose tables or
+  columns are not all there, compared with what :mod:`~pebench.store.schema` declares (SQLAlchemy's inspector):
+  hand-edited, or written by another tool. Refused in one line naming the missing pieces, by readers and writers
+  alike, so no case trains only to find its row cannot be written; an upgrade that would leave a database so is
+  rolled back;
 * ``foreign`` -- tables that are not pebench's (another program's database): refused, and never written to.
 
 Creation and upgrades run in one transaction under a lock (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a transaction
@@ -48,11 +53,20 @@ ADVISORY_LOCK = 0x7065_6265_6E63  # "pebenc": one lock id for every pebench data
 class SchemaState:
     """What a database holds, as far as pebench is concerned."""
 
-    kind: str  # current | empty | behind | ahead | foreign
+    kind: str  # current | empty | behind | ahead | incomplete | foreign
     revision: str | None
     tables: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+    """For ``incomplete``: what the code needs and the database lacks (``table NAME``, ``TABLE.COLUMN``)."""
 
     def describe(self) -> str:
+        """The state in words, one line (``pebench db status`` prints it; refusals quote it)."""
+        if self.kind == "incomplete":
+            lacks = f"whose tables lack {', '.join(self.missing)}" if self.missing else ""
+            if self.revision is None:
+                return "a pebench database whose alembic_version table holds no revision" + (f" and {lacks}"
+                                                                                              if lacks else "")
+            return f"a pebench database at schema revision {self.revision} {lacks}"
         if self.kind == "foreign":
             shown = ", ".join(self.tables[:5]) + (", ..." if len(self.tables) > 5 else "")
             return f"not a pebench results database (it has tables {shown})"
@@ -86,21 +100,40 @@ def _legacy_revision(conn: Connection, tables: set[str]) -> str | None:
     return found[-1]
 
 
+def missing_pieces(conn: Connection, tables: set[str], columns: bool = True) -> tuple[str, ...]:
+    """What :mod:`~pebench.store.schema` declares and the database behind ``conn`` (holding ``tables``) lacks:
+    ``table NAME`` for a table, ``TABLE.COLUMN`` for a column of a table it has (``columns=False``: tables only)."""
+    have: dict[str, set[str]] = {}
+    if columns:  # one catalogue query for all tables where the backend can
+        found = inspect(conn).get_multi_columns(filter_names=[t for t in Base.metadata.tables if t in tables])
+        have = {name: {c["name"] for c in cols} for (_, name), cols in found.items()}
+    out: list[str] = []
+    for name, table in Base.metadata.tables.items():
+        if name not in tables:
+            out.append(f"table {name}")
+        elif columns:
+            out += [f"{name}.{c.name}" for c in table.columns if c.name not in have.get(name, set())]
+    return tuple(out)
+
+
 def inspect_schema(conn: Connection) -> SchemaState:
-    """Classify the database behind ``conn`` (reads only)."""
+    """Classify the database behind ``conn`` (reads only). At the head revision every declared table and column must
+    be there; an older revision is checked for its tables here and for its columns once upgraded (:func:`prepare`)."""
     tables = set(inspect(conn).get_table_names())
     shown = tuple(sorted(tables))
     if not tables:
         return SchemaState("empty", None, shown)
     if VERSION_TABLE in tables:
         revision = MigrationContext.configure(conn).get_current_revision()
-        if not tables >= PEBENCH_TABLES:
+        known = revision is None or revision in _known_revisions()
+        if not tables & PEBENCH_TABLES or not (known or tables >= PEBENCH_TABLES):
             return SchemaState("foreign", revision, shown)
-        if revision == HEAD_REVISION:
-            return SchemaState("current", revision, shown)
-        if revision in _known_revisions():
-            return SchemaState("behind", revision, shown)
-        return SchemaState("ahead", revision, shown)
+        if not known:
+            return SchemaState("ahead", revision, shown)
+        missing = missing_pieces(conn, tables, columns=revision == HEAD_REVISION)
+        if missing or revision is None:
+            return SchemaState("incomplete", revision, shown, missing)
+        return SchemaState("current" if revision == HEAD_REVISION else "behind", revision, shown)
     legacy = _legacy_revision(conn, tables)
     if legacy is None:
         return SchemaState("foreign", None, shown)
@@ -168,25 +201,42 @@ def locked(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
-def prepare(engine: Engine, shown: str, create: bool) -> SchemaState:
-    """Check (and for a writer, ``create=True``, create or upgrade) the schema; refusals raise DatabaseError."""
+def prepare(engine: Engine, shown: str, create: bool, dry_run: bool = False) -> SchemaState:
+    """Check (and for a writer, ``create=True``, create or upgrade) the schema; refusals raise DatabaseError.
+    ``dry_run``: a writer's checks and refusals, but nothing created or upgraded (``pytest suite --collect-only``)."""
     with engine.connect() as conn:
         state = inspect_schema(conn)
     if state.kind == "current":
         return state
     _refuse(state, shown, create)
+    if dry_run:
+        return state
     with locked(engine) as conn:
         state = inspect_schema(conn)  # another process may have created or upgraded it meanwhile
         if state.kind != "current":
             _refuse(state, shown, create)
-            upgrade(conn, state)
+            _upgrade_checked(conn, state, shown)
     if state.kind == "behind":
         print(f"pebench: upgraded {shown} from schema revision {state.revision} to {HEAD_REVISION}", file=sys.stderr)
     return state
 
 
+def _upgrade_checked(conn: Connection, state: SchemaState, shown: str) -> None:
+    """:func:`upgrade`, then the check of :func:`inspect_schema` on the result: a database the steps cannot bring to
+    exactly the declared tables and columns (it lacked a column no step adds) is refused, and the whole upgrade rolled
+    back with the transaction."""
+    upgrade(conn, state)
+    after = inspect_schema(conn)
+    if after.kind != "current":  # named at the revision it stays at
+        _refuse(SchemaState("incomplete", state.revision, after.tables, after.missing), shown, create=False)
+
+
 def _refuse(state: SchemaState, shown: str, create: bool) -> None:
     """Raise unless a writer (``create``) may bring the database to the head on its own."""
+    if state.kind == "incomplete":
+        raise DatabaseError(f"--db {shown!r} is {state.describe()} (hand-edited, or written by another tool); "
+                            f"pebench neither reads nor writes it: restore what it lacks or give a new file (pebench "
+                            f"db status --db '{shown}' says what it holds)")  # fmt: skip
     if state.kind == "foreign":
         raise DatabaseError(f"--db {shown!r} is {state.describe()}; pebench never writes to it: give a new file or "
                             "an empty database")  # fmt: skip
@@ -202,11 +252,11 @@ def _refuse(state: SchemaState, shown: str, create: bool) -> None:
 
 def upgrade_database(engine: Engine, shown: str) -> tuple[SchemaState, str]:
     """``pebench db upgrade``: bring the database to the head revision, whatever the steps; returns the state before
-    and the revision after. Foreign and newer databases are still refused."""
+    and the revision after. Foreign, newer and incomplete databases are still refused."""
     with locked(engine) as conn:
         state = inspect_schema(conn)
-        if state.kind in ("foreign", "ahead"):
+        if state.kind in ("foreign", "ahead", "incomplete"):
             _refuse(state, shown, create=True)
         if state.kind != "current":
-            upgrade(conn, state)
+            _upgrade_checked(conn, state, shown)
     return state, HEAD_REVISION

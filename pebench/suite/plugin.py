@@ -8,7 +8,8 @@ pebench.suite``) or ``pebench run`` (``-p``). Plugins (``--plugin``, ini ``peben
 Results travel from the test to the database through the test report: a case stores its
 :class:`~pebench.store.record.ResultRecord` with ``record_property``, and the process that runs pytest's reporting
 (the controller under pytest-xdist, or the only process) writes it (:mod:`pebench.suite.writer`). So only one
-process ever writes, and no row is lost with ``-n 2``.
+process ever writes, and no row is lost with ``-n 2``. The database is checked before anything is written, opened
+for writing only in a session that runs cases, and disposed however the session ends (:mod:`pebench.suite.database`).
 
 Regression options: ``--reuse`` gives the runner a :class:`~pebench.store.reuse.ReuseLookup`; ``--baseline
 previous|RUN_ID`` is resolved once, in the controller, before any training (``previous``: the newest run already in
@@ -33,20 +34,17 @@ from pebench import encodings, plugins, tasks
 from pebench.analysis.compare import Baseline
 from pebench.device import pick_device
 from pebench.errors import PebenchError
-from pebench.hashing import config_hash
 from pebench.metrics import Tolerances
 from pebench.options import parse_assignments
 from pebench.plugins import INI_OPTION
 from pebench.registry import parse_names
 from pebench.runner import Case, Runner
 from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
-from pebench.store.database import open_db, resolve_url
-from pebench.store.lifecycle import comparable_run, resolve_run_id
+from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
+from pebench.suite.database import baseline, dry_run, is_worker, leave_no_benchmark_storage, open_database
 from pebench.suite.sharding import Shard, parse_shard
-from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, ResultWriter, RunSummary, report_teststatus
-
-WORKER_BASELINE_KEY = "pebench_baseline_run"
+from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
 
 __all__ = [
     "REGRESSION_PROPERTY",
@@ -106,10 +104,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
               ppl_tolerance={"help": FLAGS["ppl_tolerance"].help + ", for --baseline"})  # fmt: skip
 
 
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
 def _names(config: pytest.Config, option: str, registry: Any) -> list[str]:
     raw = config.getoption(option)
     if not raw:
@@ -154,7 +148,7 @@ def _share_cores(config: pytest.Config) -> None:
     """In an xdist worker, use this worker's share of the cores for torch's threads (unless ``OMP_NUM_THREADS`` says
     otherwise): N workers each running as many threads as there are cores oversubscribe the CPU, and every step
     slows down several times over."""
-    if not _is_worker(config) or os.environ.get("OMP_NUM_THREADS"):
+    if not is_worker(config) or os.environ.get("OMP_NUM_THREADS"):
         return
     workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
     torch.set_num_threads(max(1, torch.get_num_threads() // workers))
@@ -189,40 +183,16 @@ def _check_report_path(config: pytest.Config) -> None:
             raise PebenchError(f"--report {report!r}: give a file name in an existing directory")
 
 
-def _baseline(config: pytest.Config, state: SuiteState) -> Baseline | None:
-    """The ``--baseline`` run, checked against the selected cases' configs (a usage error when unusable)."""
-    wanted = config.getoption("baseline")
-    if wanted is None:
-        return None
-    if _is_worker(config):
-        run_id = config.workerinput[WORKER_BASELINE_KEY]  # type: ignore[attr-defined]
-    configs = {}
-    for task_name in state.tasks:
-        for enc_name in state.encodings:
-            if state.runner.not_applicable(enc_name, task_name) is not None:
-                continue  # skipped cases: nothing to compare
-            cfg = state.runner.describe(Case(enc_name, task_name, state.runner.task(task_name).train_length))
-            configs[(enc_name, task_name)] = (config_hash(cfg), cfg)
-    if not _is_worker(config):
-        engine = open_db(state.db_url)
-        try:
-            # this session's run row does not exist yet; previous = the finished run most comparable with its cases
-            if wanted == "previous":
-                run_id = comparable_run(engine, [(e, t, h) for (e, t), (h, _) in configs.items()])
-            else:
-                run_id = resolve_run_id(engine, wanted)
-        finally:
-            engine.dispose()
-        config.pluginmanager.register(_BaselineToWorkers(run_id), "pebench-baseline-to-workers")
-    baseline = Baseline.load(state.db_url, run_id, state.tolerances)
-    baseline.check_compatible(configs)
-    return baseline
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    """Validate every option before collection; the controller opens the database (before any training)."""
+    """Validate every option before collection; the controller checks the database, then opens it (before any
+    training). ``--help`` and ``--markers`` only show text: nothing is checked, opened or written."""
     for marker in MARKERS:  # also outside this repository (pytest --pyargs pebench.suite, pebench run)
         config.addinivalue_line("markers", marker)
+    shows_text = config.getoption("help", False) or config.getoption("markers", False)
+    if shows_text or dry_run(config):
+        leave_no_benchmark_storage(config)
+    if shows_text:
+        return
     try:  # plugins first: their encodings and tasks are valid names for every check below
         plugins.load_session(config.getini(INI_OPTION), config.inipath.parent if config.inipath else config.rootpath,
                              config.getoption("pebench_plugins"), config.invocation_params.dir)  # fmt: skip
@@ -242,7 +212,7 @@ def pytest_configure(config: pytest.Config) -> None:
             seeds=SeedPlan.parse(config.getoption("seeds")),
         )
         if state.seeds.auto:
-            if config.getoption("executor") == "ray" or state.shard is not None or _is_worker(config) or \
+            if config.getoption("executor") == "ray" or state.shard is not None or is_worker(config) or \
                     getattr(config.option, "numprocesses", None):  # fmt: skip
                 raise PebenchError(f"--seeds {state.seeds} adds seeds in order, each after the lower seeds of its "
                                    "task: run it in one process (no -n, --shard or --executor ray), or give a "
@@ -256,16 +226,16 @@ def pytest_configure(config: pytest.Config) -> None:
                 task.check_length(length)
             for enc_name in state.encodings:
                 _describe(state, Case(enc_name, task_name, task.train_length))
-        parallel = getattr(config.option, "numprocesses", None) or _is_worker(config)
+        parallel = getattr(config.option, "numprocesses", None) or is_worker(config)
         if config.getoption("executor") == "ray" and parallel:
             raise PebenchError("--executor ray trains on Ray workers; do not combine it with -n (pytest-xdist)")
-        if not _is_worker(config):
+        if is_worker(config):
+            state.baseline = baseline(config, state)
+        else:
             _check_report_path(config)
-            writer = ResultWriter(config, state.settings, open_db(state.db_url), state.db_url)
-            config.pluginmanager.register(writer, "pebench-result-writer")
-        state.baseline = _baseline(config, state)
+            open_database(config, state)
         config.stash[STATE] = state
-        if not _is_worker(config):
+        if not is_worker(config):
             config.pluginmanager.register(RunSummary(state.baseline), "pebench-run-summary")
     except PebenchError as err:
         raise pytest.UsageError(str(err)) from None
@@ -405,17 +375,19 @@ def pebench_runner(pytestconfig: pytest.Config) -> Runner:
     capman = pytestconfig.pluginmanager.getplugin("capturemanager")
 
     def progress_context() -> contextlib.AbstractContextManager[Any]:
-        if capman is None or _is_worker(pytestconfig):
+        if capman is None or is_worker(pytestconfig):
             return contextlib.nullcontext()
         return capman.global_and_fixture_disabled()
 
-    if _is_worker(pytestconfig):
+    if is_worker(pytestconfig):
         runner.settings.progress = False
     runner.progress_context = progress_context
     if pytestconfig.getoption("reuse"):
         from pebench.store.reuse import ReuseLookup
 
-        runner.reuse = ReuseLookup(state.db_url, runner.device.type)
+        lookup = ReuseLookup(state.db_url, runner.device.type)
+        pytestconfig.add_cleanup(lookup.close)
+        runner.reuse = lookup
     return runner
 
 
@@ -429,14 +401,3 @@ def pebench_seeds(pytestconfig: pytest.Config) -> AdaptiveSeeds | None:
 def pebench_baseline(pytestconfig: pytest.Config) -> Baseline | None:
     """The :class:`pebench.analysis.compare.Baseline` of ``--baseline`` (None without it)."""
     return pytestconfig.stash[STATE].baseline
-
-
-class _BaselineToWorkers:
-    """Controller-only: hands the resolved baseline run id to each xdist worker."""
-
-    def __init__(self, run_id: int) -> None:
-        self.run_id = run_id
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[WORKER_BASELINE_KEY] = self.run_id

@@ -1,7 +1,12 @@
 """The suite's reporting process (the controller under pytest-xdist, or the only process): it writes each case's
 record to the database as its test report arrives, finishes the run, renders ``--report``, and prints the summary
 with the reused results and the baseline regressions, which cases hand over as structured verdicts
-(:class:`pebench.analysis.compare.Regression`) in the test report, never as text to search."""
+(:class:`pebench.analysis.compare.Regression`) in the test report, never as text to search.
+
+A result that cannot be written is never a passed case: the record is written before any other plugin sees the
+report, and when the write fails the report becomes a failure with one line saying why (:meth:`ResultWriter.
+unwritten`), and the run ends ``failed``. The trained model's checkpoint was saved before (:mod:`pebench.runner`), so
+a rerun loads it instead of training again."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from typing import Any
 
 import pytest
 import torch
+from sqlalchemy.exc import SQLAlchemyError
 
 from pebench.analysis.compare import Baseline, Regression
 from pebench.device import pick_device
@@ -18,7 +24,7 @@ from pebench.errors import PebenchError
 from pebench.plugins import load_entry_points, loaded
 from pebench.provenance import run_info
 from pebench.settings import Settings
-from pebench.store.database import add_result, finish_run, mask_secrets, safe_url, start_run
+from pebench.store.database import add_result, error_line, finish_run, mask_secrets, safe_url, start_run
 from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.record import ResultRecord
 from pebench.suite.adaptive import SeedPlan
@@ -90,17 +96,26 @@ class ResultWriter:
         self.heartbeat: Heartbeat | None = None
         self.statuses: dict[str, int] = {}
         self.records: list[ResultRecord] = []
+        self.not_written: list[str] = []
+        """One line per result the database refused (and for a run that could not be finished)."""
         self.report_line = ""
 
     @property
     def written(self) -> int:
         return sum(self.statuses.values())
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
-        for value in properties(report, RESULT_PROPERTY):
-            self.write(ResultRecord.from_json(value))
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
+        """Write the case's record before any other plugin (the terminal, pytest's count of failures) sees the
+        report, so that a failed write turns it into a failure in time."""
+        if report.when == "call":
+            for value in properties(report, RESULT_PROPERTY):
+                record = ResultRecord.from_json(value)
+                try:
+                    self.write(record)
+                except Exception as err:  # the database refused the row, or went away: never a passed case
+                    self.unwritten(report, record, err)
+        return (yield)
 
     def write(self, record: ResultRecord) -> None:
         if self.run_id is None:
@@ -117,12 +132,35 @@ class ResultWriter:
         record.metrics, record.curve = {}, []  # the summary needs the scores only
         self.records.append(record)
 
+    def unwritten(self, report: pytest.TestReport, record: ResultRecord, err: Exception) -> None:
+        """Turn ``report`` into a failure whose message is one line: which result was not written, why, and that
+        the trained model is kept for a rerun."""
+        why = error_line(err)
+        if not isinstance(err, (SQLAlchemyError, PebenchError)):
+            why = f"{type(err).__name__}: {why}"
+        cache = self.settings.cache_dir
+        kept = (f"its trained model stays in {cache}, so a rerun (e.g. with --reuse) does not train it again"
+                if cache is not None else "no trained model is kept (--no-cache)")  # fmt: skip
+        run = "the run ends failed" if self.run_id is not None else "no run row could be written either"
+        line = (f"pebench: the result of {record.case_id} (seed {record.seed}) was not written to "
+                f"{safe_url(self.url)}: {why}; {run}, and {kept}")  # fmt: skip
+        self.not_written.append(line)
+        if hasattr(report, "wasxfail"):  # a diverged case: its record is lost all the same
+            del report.wasxfail
+        report.longrepr = line if report.outcome != "failed" else f"{line}\n{report.longreprtext}"
+        report.outcome = "failed"
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.heartbeat is not None:
             self.heartbeat.stop()
         if self.run_id is not None:
             status = {0: "finished", 1: "finished", 2: "interrupted"}.get(int(exitstatus), "failed")
-            finish_run(self.engine, self.run_id, status)
+            status = "failed" if self.not_written else status
+            try:
+                finish_run(self.engine, self.run_id, status)
+            except Exception as err:  # the database went away: say so in one line, the run stays "running"
+                self.not_written.append(f"pebench: run {self.run_id} could not be marked {status} in "
+                                        f"{safe_url(self.url)}: {error_line(err)}")  # fmt: skip
             self.render_report()
 
     def render_report(self) -> None:
@@ -139,6 +177,8 @@ class ResultWriter:
             self.report_line = f"leaderboard not written: {err}"
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        for line in self.not_written:
+            terminalreporter.write_line(line, red=True)
         if not self.written:
             return
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
