@@ -79,7 +79,7 @@ class ${cls}(PositionalEncoding):
     #   on_step(step, total_steps): follow the training schedule.
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor:
         """``b(i, j) = -slope * |i - j|``: ``(T, T)`` for shared positions ``(T,)``, ``(B, 1, T, T)`` for per-sample
-        positions ``(B, T)`` (the model masks j > i itself, so the absolute value only matters there)."""
+        positions ``(B, T)`` (the absolute value changes only the entries j > i, which the causal mask hides)."""
         return -self.opts["slope"] * relative_distances(positions).abs().to(torch.float32)
 ''')
 
