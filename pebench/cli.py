@@ -1,6 +1,6 @@
 """The ``pebench`` command: ``pebench run [pytest options]``, ``pebench list encodings|tasks``, ``pebench check``,
-``pebench bench``, ``pebench results``, ``pebench report``, ``pebench findings``, ``pebench compare``,
-``pebench merge``, ``pebench db status|upgrade``, ``pebench seed-spread``."""
+``pebench new encoding|task NAME``, ``pebench bench``, ``pebench results``, ``pebench report``, ``pebench findings``,
+``pebench compare``, ``pebench merge``, ``pebench db status|upgrade``, ``pebench seed-spread``."""
 
 from __future__ import annotations
 
@@ -289,6 +289,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from pebench.settings import MODEL_FLAGS, TOLERANCE_FLAGS, add_flags
+    from pebench.testing import new as new_command
 
     parser = Parser(prog="pebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -315,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(p.add_argument, ["pebench_plugins"])
     p.add_argument("--no-throughput", action="store_true", help="leave out the timed property (throughput vs rope)")
     p.set_defaults(func=_check)
+    new_command.add_parser(sub)  # pebench new encoding|task NAME: a starting plugin file and its test
 
     p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
     p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
