@@ -68,3 +68,22 @@ def test_the_report_says_how_training_ended_and_why_each_seed(tmp_path):
     assert seeds_tip(rows) == "seed 1: L64: 0.95 within the noise"
     assert seeds_tip(rows[:1]) == "decided by the first seed (--seeds auto)"
     assert training_text([{"seed": 0, "metrics": {}}]) == "" and seeds_tip([{"seed": 0, "metrics": {}}]) == ""
+
+
+def test_runs_of_another_stop_rule_or_precision_are_never_compared_or_reused(run_suite, tmp_path):
+    # issue 33, item 5: the protocol options are part of the configuration, so compare refuses the two runs in one
+    # line naming the setting, --baseline refuses the run, and --reuse copies nothing across them
+    db = f"sqlite:///{tmp_path}/r.db"
+    base = ("-k", "L64", "--encoding", "rope", "--task", "k_back", "--steps", "6", "--db", db, "--cache-dir",
+            str(tmp_path / "c"), *TINY)  # fmt: skip
+    assert run_suite(*base).returncode == 0
+    for extra, setting in ((("--stop", "learned"), "train.stop"), (("--precision", "bf16"), "train.precision")):
+        res = run_suite(*base, *extra, "--reuse")
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "pebench --reuse: 0 of 1 results copied" in res.stdout
+        cmp = subprocess.run([sys.executable, "-m", "pebench", "compare", "1", "latest", "--db", db],
+                             capture_output=True, text=True)  # fmt: skip
+        assert cmp.returncode == 2 and len(cmp.stderr.strip().splitlines()) == 1, cmp.stdout + cmp.stderr
+        assert "have no case with the same config" in cmp.stderr and setting in cmp.stderr, cmp.stderr
+        refused = run_suite(*base, *extra, "--baseline", "1")
+        assert refused.returncode != 0 and setting in refused.output, refused.output
