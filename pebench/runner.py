@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from pebench import encodings, tasks
+from pebench.case import Case
 from pebench.checkpoints import CheckpointStore
 from pebench.device import pick_device, resolve_precision, worker_device
 from pebench.encodings.base import EncodingContext
@@ -41,20 +42,6 @@ Timer = Callable[[Callable[[], Any]], Any]
 
 ATTENTION_TOKENS = 32
 """Length of the sequence whose last-layer attention maps are stored with the training-length result."""
-
-
-@dataclass(frozen=True)
-class Case:
-    """One benchmark case: an encoding, a task, an evaluation length and a seed."""
-
-    encoding: str
-    task: str
-    length: int
-    seed: int = 0
-
-    @property
-    def id(self) -> str:
-        return f"{self.encoding}-{self.task}-L{self.length}"
 
 
 @dataclass
@@ -249,7 +236,7 @@ class Runner:
                 def do_train() -> TrainInfo:
                     return train(model, task, self.settings.train_config(task), seed=case.seed, device=self.device,
                                  progress=self.settings.progress, progress_context=self.progress_context,
-                                 description=f"{case.encoding}-{case.task}-s{case.seed}")  # fmt: skip
+                                 description=case.model_id(seeded=True))  # fmt: skip
 
                 info = do_train() if timer is None else timer(do_train)
                 trained = TrainedModel(model, info, reused=False)

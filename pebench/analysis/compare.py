@@ -30,6 +30,7 @@ import pandas as pd
 from pebench import metrics
 from pebench.analysis.scoring import ok_scores
 from pebench.analysis.stats import Estimate, estimate
+from pebench.case import Case
 from pebench.errors import PebenchError
 from pebench.metrics import Metric, Tolerances
 from pebench.store.database import open_db, resolve_run_id
@@ -82,7 +83,7 @@ class CaseComparison:
 
     @property
     def case(self) -> str:
-        return f"{self.encoding}-{self.task}-L{self.eval_length}"
+        return Case(self.encoding, self.task, self.eval_length).id
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -163,7 +164,7 @@ class Comparison:
 
 
 def _case_name(key: tuple[Any, ...]) -> str:
-    return f"{key[0]}-{key[1]}-L{key[2]}"
+    return Case(*key).id
 
 
 def config_difference(a: Any, b: Any, prefix: str = "") -> list[str]:

@@ -25,8 +25,9 @@ from typing import Any
 import torch
 
 from pebench import encodings, tasks
+from pebench.case import Case
 from pebench.device import pick_device
-from pebench.runner import Case, Runner
+from pebench.runner import Runner
 from pebench.settings import Settings
 
 

@@ -25,8 +25,9 @@ import torch
 
 from pebench import metrics
 from pebench.analysis import noise, scoring, seeds
+from pebench.case import Case
 from pebench.evaluation import evaluate
-from pebench.runner import Case, Runner
+from pebench.runner import Runner
 from pebench.settings import Settings
 from pebench.stopping import StopRule
 from pebench.training import TrainInfo, train

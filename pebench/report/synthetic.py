@@ -24,6 +24,7 @@ import numpy as np
 from sqlalchemy import insert
 
 from pebench import metrics as metric_registry
+from pebench.case import Case
 from pebench.hashing import config_hash
 from pebench.store import database as db
 from pebench.store.record import curve_row
@@ -147,7 +148,7 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                             heads.append([row[: i + 1] for i, row in enumerate(w)])
                         metrics["attention"] = {"layer": 1, "tokens": list(range(t)), "scale": 1000, "heads": heads}
                     rec = {
-                        "case_id": f"{enc}-{task.name}-L{length}",
+                        "case_id": Case(enc, task.name, length).id,
                         "encoding": enc,
                         "encoding_version": "1",
                         "task": task.name,

@@ -19,6 +19,7 @@ import torch
 from sqlalchemy.exc import SQLAlchemyError
 
 from pebench.analysis.compare import Baseline, Regression
+from pebench.case import Case
 from pebench.device import pick_device
 from pebench.errors import PebenchError
 from pebench.plugins import load_entry_points, loaded
@@ -236,6 +237,6 @@ class RunSummary:
             terminalreporter.write_line(f"pebench --reuse: {self.reused} of {self.results} results copied")
         if self.baseline is not None:
             several = SeedPlan.parse(config.getoption("seeds")).count > 1
-            what = ", ".join(r.case_id + (f"-s{r.seed}" if several else "")
+            what = ", ".join(Case.with_seed(r.case_id, r.seed) if several else r.case_id
                              for r in self.regressions) or "none"  # fmt: skip
             terminalreporter.write_line(f"pebench --baseline run {self.baseline.run_id}: regressed: {what}")

@@ -28,6 +28,7 @@ from pebench import metrics
 from pebench.analysis.findings.claims import Check, Finding, Term
 from pebench.analysis.scoring import finite, normalised
 from pebench.analysis.stats import Estimate, estimate
+from pebench.case import Case
 
 HOLDS, FAILS, NOT_RUN = "holds", "does not hold", "not run"
 
@@ -128,7 +129,7 @@ def evaluate_term(term: Term, cases: Cases) -> TermValue:
                 out.missing.append((f"task {task}", "not in the run"))
             continue
         length = int(round(m * tl))
-        case = f"{term.encoding}-{task}-L{length}"
+        case = Case(term.encoding, task, length).id
         per_seed = cases.rows.get((term.encoding, task, length))
         if not per_seed:
             out.missing.append((case, "not in the run"))
@@ -186,10 +187,13 @@ def evaluate_check(check: Check, values: Mapping[int, TermValue]) -> CheckResult
 def _case_order(missing: tuple[str, str]) -> tuple[Any, ...]:
     """Whole tasks first, then cases by encoding, task and length (``L64`` before ``L128``)."""
     case = missing[0]
-    head, _, length = case.rpartition("-L")
-    if case.startswith("task ") or not length.isdigit():
+    if case.startswith("task "):
         return (0, case, 0)
-    return (1, head, int(length))
+    try:
+        parsed, _ = Case.parse(case)
+    except ValueError:
+        return (0, case, 0)
+    return (1, parsed.model, parsed.length)
 
 
 def evaluate(finding: Finding, df: pd.DataFrame, cases: Cases | None = None) -> FindingResult:
