@@ -32,6 +32,7 @@ from pebench.models import Transformer
 from pebench.packing import packable, train_packed
 from pebench.plugins import external_files
 from pebench.settings import Settings
+from pebench.status import ResultStatus
 from pebench.store import attention
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
@@ -329,7 +330,7 @@ class Runner:
             record.final_train_loss = info.final_loss if math.isfinite(info.final_loss) else None
             record.model_reused = trained.reused
             record.curve = info.curve
-            if info.status != "ok":
+            if info.status != ResultStatus.OK:
                 record.status, record.message = info.status, info.message
                 record.metrics = {"stop_reason": info.stop_reason}
                 return record
@@ -358,14 +359,14 @@ class Runner:
             if info.packed_with > 1:
                 record.metrics["packed_with"] = info.packed_with  # trained together with this many seeds
             if not math.isfinite(main["loss"]):
-                record.status = "diverged"
+                record.status = ResultStatus.DIVERGED
                 record.message = f"non-finite evaluation loss at length {case.length}"
             elif case.length == task.train_length:
                 record.metrics["attention"] = attention_snapshot(trained.model, task, case.seed, self.device)
         except PebenchError:
             raise
         except Exception as err:  # recorded, then reported as a failed case by the suite
-            record.status = "error"
+            record.status = ResultStatus.ERROR
             record.message = f"{type(err).__name__}: {err}"
             record.metrics = {"traceback": traceback.format_exc(limit=20)}
         return record
