@@ -34,10 +34,8 @@ def model_of(nodeid: str, seeds_together: bool = False) -> str:
     base = nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
     m = _PARAM.search(base)
     try:
-        case, seeded = Case.parse(m[1]) if m else (None, False)
+        case, seeded = Case.parse(m[1] if m else "")
     except ValueError:
-        case = None
-    if case is None:
         return nodeid
     return case.model_id(seeded and not seeds_together)
 
