@@ -441,8 +441,7 @@ def _split_grids(
                 for L in view.lengths:
                     value = mean(
                         (((r.get("metrics") or {}).get("splits") or {}).get(s) or {}).get(m.key)
-                        for r in g.by_length.get(L, {}).values()
-                        if r["status"] == ResultStatus.OK
+                        for r in g.by_length.get(L, {}).values() if r["status"] == ResultStatus.OK
                     )
                     bg, fg = cmap_hex(m.normalise(value, view.chance) if value is not None else None)
                     shown = m.display(value)
