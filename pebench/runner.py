@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from pebench import encodings, tasks
+from pebench.case import Case
 from pebench.checkpoints import CheckpointStore
 from pebench.device import pick_device, resolve_precision, worker_device
 from pebench.encodings.base import EncodingContext
@@ -31,6 +32,7 @@ from pebench.models import Transformer
 from pebench.packing import packable, train_packed
 from pebench.plugins import external_files
 from pebench.settings import Settings
+from pebench.status import ResultStatus
 from pebench.store import attention
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
@@ -41,20 +43,6 @@ Timer = Callable[[Callable[[], Any]], Any]
 
 ATTENTION_TOKENS = 32
 """Length of the sequence whose last-layer attention maps are stored with the training-length result."""
-
-
-@dataclass(frozen=True)
-class Case:
-    """One benchmark case: an encoding, a task, an evaluation length and a seed."""
-
-    encoding: str
-    task: str
-    length: int
-    seed: int = 0
-
-    @property
-    def id(self) -> str:
-        return f"{self.encoding}-{self.task}-L{self.length}"
 
 
 @dataclass
@@ -249,7 +237,7 @@ class Runner:
                 def do_train() -> TrainInfo:
                     return train(model, task, self.settings.train_config(task), seed=case.seed, device=self.device,
                                  progress=self.settings.progress, progress_context=self.progress_context,
-                                 description=f"{case.encoding}-{case.task}-s{case.seed}")  # fmt: skip
+                                 description=case.model_id(seeded=True))  # fmt: skip
 
                 info = do_train() if timer is None else timer(do_train)
                 trained = TrainedModel(model, info, reused=False)
@@ -342,7 +330,7 @@ class Runner:
             record.final_train_loss = info.final_loss if math.isfinite(info.final_loss) else None
             record.model_reused = trained.reused
             record.curve = info.curve
-            if info.status != "ok":
+            if info.status != ResultStatus.OK:
                 record.status, record.message = info.status, info.message
                 record.metrics = {"stop_reason": info.stop_reason}
                 return record
@@ -371,14 +359,14 @@ class Runner:
             if info.packed_with > 1:
                 record.metrics["packed_with"] = info.packed_with  # trained together with this many seeds
             if not math.isfinite(main["loss"]):
-                record.status = "diverged"
+                record.status = ResultStatus.DIVERGED
                 record.message = f"non-finite evaluation loss at length {case.length}"
             elif case.length == task.train_length:
                 record.metrics["attention"] = attention_snapshot(trained.model, task, case.seed, self.device)
         except PebenchError:
             raise
         except Exception as err:  # recorded, then reported as a failed case by the suite
-            record.status = "error"
+            record.status = ResultStatus.ERROR
             record.message = f"{type(err).__name__}: {err}"
             record.metrics = {"traceback": traceback.format_exc(limit=20)}
         return record

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from pebench.errors import ConfigError
 from pebench.evaluation import Validation
 from pebench.models import Transformer
+from pebench.status import ResultStatus
 from pebench.stopping import StopRule
 from pebench.tasks.base import IGNORE, Batch, Task
 
@@ -107,7 +108,7 @@ class TrainInfo:
     tokens_per_s: float = 0.0
     final_loss: float = float("nan")
     curve: list[dict[str, float]] = field(default_factory=list)
-    status: str = "ok"  # ok | diverged
+    status: str = ResultStatus.OK
     message: str = ""
     packed_with: int = 1
     """How many seeds were trained together with this one (:mod:`pebench.packing`); 1: alone."""
@@ -115,7 +116,8 @@ class TrainInfo:
     """Why training ended: one of :data:`pebench.stopping.STOP_REASONS` (``steps`` says after how many steps)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain values (the status as its string), as a checkpoint stores them."""
+        return asdict(self) | {"status": str(self.status)}
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -261,7 +263,7 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
             stats.add(step, *stepper.step(batches, pos_gens, cfg, device))
             tokens += batches[0].inputs.numel()
             for info in infos:
-                if info.stop_reason == "budget" and info.status == "ok":
+                if info.stop_reason == "budget" and info.status == ResultStatus.OK:
                     info.steps = step + 1
             point_due = (step + 1) % cfg.curve_interval == 0 or step + 1 == cfg.steps
             if point_due and _curve_point(stepper, stats, vals, infos, step + 1, cfg, on_point, bar):
@@ -285,12 +287,12 @@ def _curve_point(stepper: Stepper, stats: StepStats, vals: list[Validation | Non
                  bar: Any) -> bool:  # fmt: skip
     """Append each running seed's curve point (training statistics and validation, one read), end the seeds that
     diverged or meet the stop rule; whether every seed has ended."""
-    running = [k for k, info in enumerate(infos) if info.stop_reason == "budget" and info.status == "ok"]
+    running = [k for k, info in enumerate(infos) if info.stop_reason == "budget" and info.status == ResultStatus.OK]
     points = stats.read(step, [stepper.validation(k, vals[k], step) for k in range(len(infos))])
     for k in running:
         info, (point, bad_step, last_loss, extra) = infos[k], points[k]
         if bad_step is not None:
-            info.status = info.stop_reason = "diverged"
+            info.status, info.stop_reason = ResultStatus.DIVERGED, "diverged"
             info.message = f"non-finite training loss or gradient norm at step {bad_step}"
             info.steps = bad_step
             continue
@@ -304,7 +306,7 @@ def _curve_point(stepper: Stepper, stats: StepStats, vals: list[Validation | Non
         if reason is not None:  # this seed's weights now, as alone; the others go on
             info.stop_reason = reason
             stepper.release(k)
-    live = [i.curve[-1] for i in infos if i.stop_reason == "budget" and i.status == "ok" and i.curve]
+    live = [i.curve[-1] for i in infos if i.stop_reason == "budget" and i.status == ResultStatus.OK and i.curve]
     if live:
         bar.set_postfix(loss=f"{sum(p['loss'] for p in live) / len(live):.3f}",
                         acc=f"{sum(p['accuracy'] for p in live) / len(live):.3f}")  # fmt: skip

@@ -7,7 +7,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "pebench"
 MAX_LINES = 450
 LAYERS = [
-    {"errors", "hashing", "options", "registry", "device", "metrics"},
+    {"errors", "hashing", "options", "registry", "device", "metrics", "case", "status"},
     {"encodings", "tasks", "models", "plugins"},
     {"training", "packing", "stopping", "evaluation", "checkpoints"},
     {"store", "provenance"},

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import pandas as pd
@@ -30,8 +31,10 @@ import pandas as pd
 from pebench import metrics
 from pebench.analysis.scoring import ok_scores
 from pebench.analysis.stats import Estimate, estimate
+from pebench.case import Case
 from pebench.errors import PebenchError
 from pebench.metrics import Metric, Tolerances
+from pebench.status import ResultStatus
 from pebench.store.database import open_db, resolve_run_id
 from pebench.store.load import load
 from pebench.store.record import ResultRecord
@@ -53,14 +56,22 @@ def gain(base: float, current: float, higher_is_better: bool) -> float:
     return current - base if higher_is_better else base - current
 
 
-def verdict(base: Estimate, current: Estimate, limit: float, higher_is_better: bool) -> str:
+class Verdict(StrEnum):
+    """A case's or a model's speed's verdict between two runs."""
+
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    SAME = "same"
+
+
+def verdict(base: Estimate, current: Estimate, limit: float, higher_is_better: bool) -> Verdict:
     """regressed / improved / same: the change must exceed ``limit`` and, with several seeds on either side, the
     intervals must not overlap."""
     g = gain(base.mean, current.mean, higher_is_better)
     noisy = (base.n > 1 or current.n > 1) and base.overlaps(current)
     if abs(g) <= limit or noisy:
-        return "same"
-    return "improved" if g > 0 else "regressed"
+        return Verdict.SAME
+    return Verdict.IMPROVED if g > 0 else Verdict.REGRESSED
 
 
 def _est(e: Estimate | None) -> dict[str, Any] | None:
@@ -82,7 +93,7 @@ class CaseComparison:
 
     @property
     def case(self) -> str:
-        return f"{self.encoding}-{self.task}-L{self.eval_length}"
+        return Case(self.encoding, self.task, self.eval_length).id
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,11 +146,11 @@ class Comparison:
 
     @property
     def regressions(self) -> list[CaseComparison]:
-        return [c for c in self.cases if c.verdict == "regressed"]
+        return [c for c in self.cases if c.verdict == Verdict.REGRESSED]
 
     @property
     def speed_regressions(self) -> list[SpeedComparison]:
-        return [s for s in self.speed if s.verdict == "regressed"]
+        return [s for s in self.speed if s.verdict == Verdict.REGRESSED]
 
     @property
     def regressed(self) -> bool:
@@ -163,7 +174,7 @@ class Comparison:
 
 
 def _case_name(key: tuple[Any, ...]) -> str:
-    return f"{key[0]}-{key[1]}-L{key[2]}"
+    return Case(*key).id
 
 
 def config_difference(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -211,12 +222,12 @@ def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, b
             row = CaseComparison(*key, metric, hib, be, ce, ce.mean - be.mean, v)
         elif be is not None:
             statuses = ",".join(sorted(set(c["status"])))
-            row = CaseComparison(*key, metric, hib, be, None, None, "regressed", f"current run: {statuses}")
+            row = CaseComparison(*key, metric, hib, be, None, None, Verdict.REGRESSED, f"current run: {statuses}")
         elif ce is not None:
             statuses = ",".join(sorted(set(b["status"])))
-            row = CaseComparison(*key, metric, hib, None, ce, None, "improved", f"base run: {statuses}")
+            row = CaseComparison(*key, metric, hib, None, ce, None, Verdict.IMPROVED, f"base run: {statuses}")
         else:
-            row = CaseComparison(*key, metric, hib, None, None, None, "same", "no ok result in either run")
+            row = CaseComparison(*key, metric, hib, None, None, None, Verdict.SAME, "no ok result in either run")
         out.cases.append(row)
     if not out.cases:
         raise CompareError(
@@ -316,8 +327,8 @@ def render(cmp: Comparison) -> str:
     lines += [
         "",
         f"{len(cmp.regressions)} accuracy regression(s), {len(cmp.speed_regressions)} speed regression(s), "
-        f"{sum(c.verdict == 'improved' for c in cmp.cases)} improved, {sum(c.verdict == 'same' for c in cmp.cases)} "
-        "same",
+        f"{sum(c.verdict == Verdict.IMPROVED for c in cmp.cases)} improved, "
+        f"{sum(c.verdict == Verdict.SAME for c in cmp.cases)} same",
     ]
     return "\n".join(lines)
 
@@ -359,9 +370,9 @@ class Baseline:
         same = (f["encoding"] == record.encoding) & (f["task"] == record.task)
         same &= (f["eval_length"] == record.eval_length) & (f["config_hash"] == record.config_hash)
         rows = f[same]
-        values = rows[rows["status"] == "ok"]
+        values = rows[rows["status"] == ResultStatus.OK]
         values = values[values["score"].notna()]
-        if values.empty or record.status != "ok" or record.score is None:
+        if values.empty or record.status != ResultStatus.OK or record.score is None:
             return None
         same_seed = values[values["seed"] == record.seed]
         ref = float(same_seed["score"].iloc[-1]) if not same_seed.empty else float(values["score"].mean())

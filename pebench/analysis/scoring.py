@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ import pandas as pd
 from pebench import metrics
 from pebench.analysis.stats import Estimate, estimate
 from pebench.metrics import Metric
+from pebench.status import ResultStatus
 
 
 def finite(v: Any) -> bool:
@@ -48,12 +50,16 @@ def metric_of(row: Mapping[str, Any]) -> Metric:
 
 
 def normalised(
-    score: float | None, metric: Metric, chance: float | None, status: str = "ok", vocab_size: int | None = None
+    score: float | None,
+    metric: Metric,
+    chance: float | None,
+    status: str = ResultStatus.OK,
+    vocab_size: int | None = None,
 ) -> float | None:
     """A result's normalised score: 0 when it diverged, None when it failed or the score is undefined."""
-    if status == "diverged":
+    if status == ResultStatus.DIVERGED:
         return 0.0
-    if status != "ok":
+    if status != ResultStatus.OK:
         return None
     return metric.normalise(score, chance, vocab_size)
 
@@ -133,7 +139,7 @@ def gap_per_seed(group: Group, id_lengths: list[int], ood_lengths: list[int], me
 
 def ok_scores(rows: pd.DataFrame) -> list[float]:
     """The finite scores of the ``ok`` rows."""
-    ok = rows[rows["status"] == "ok"]
+    ok = rows[rows["status"] == ResultStatus.OK]
     return [float(v) for v in ok["score"] if v is not None and math.isfinite(v)]
 
 
@@ -168,11 +174,20 @@ PARTLY = 0.1
 """The normalised score from which a task counts as *partly* learned; below it, *not learned*."""
 
 
-def learned_verdict(fraction: float | None) -> str:
+class Learned(StrEnum):
+    """How well a task was learned (:func:`learned_verdict`); ``failed``: no case finished ok."""
+
+    LEARNED = "learned"
+    PARTLY = "partly"
+    NOT_LEARNED = "not learned"
+    FAILED = "failed"
+
+
+def learned_verdict(fraction: float | None) -> Learned:
     """``learned`` (>= :data:`LEARNED` of the way from chance to perfect), ``partly`` (>= :data:`PARTLY`) or
     ``not learned``."""
     fraction = fraction or 0.0
-    return "learned" if fraction >= LEARNED else "partly" if fraction >= PARTLY else "not learned"
+    return Learned.LEARNED if fraction >= LEARNED else Learned.PARTLY if fraction >= PARTLY else Learned.NOT_LEARNED
 
 
 def training_length_scores(df: pd.DataFrame, task: str) -> list[dict[str, Any]]:
@@ -182,9 +197,10 @@ def training_length_scores(df: pd.DataFrame, task: str) -> list[dict[str, Any]]:
     rows = []
     sub = df[(df.task == task) & (df.eval_length == df.train_length)]
     for enc, g in sub.groupby("encoding", sort=False):
-        ok = g[g.status == "ok"]
+        ok = g[g.status == ResultStatus.OK]
         if ok.empty:
-            rows.append({"encoding": enc, "score": None, "chance": float(g.chance_level.iloc[0]), "verdict": "failed"})
+            chance = float(g.chance_level.iloc[0])
+            rows.append({"encoding": enc, "score": None, "chance": chance, "verdict": Learned.FAILED})
             continue
         r = ok.iloc[-1]
         frac = metrics.of_result(r.metric, r.higher_is_better).normalise(float(r.score), float(r.chance_level))

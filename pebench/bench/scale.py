@@ -25,9 +25,11 @@ from typing import Any
 import torch
 
 from pebench import encodings, tasks
+from pebench.case import Case
 from pebench.device import pick_device
-from pebench.runner import Case, Runner
+from pebench.runner import Runner
 from pebench.settings import Settings
+from pebench.status import ResultStatus
 
 
 def _utilisation_sampler(device: torch.device) -> tuple[threading.Event, list[int]] | None:
@@ -68,7 +70,7 @@ def time_way(settings: Settings, encoding: str, task: str, seeds: int) -> dict[s
         torch.cuda.synchronize(device)
     wall = time.perf_counter() - start
     row: dict[str, Any] = {"models": seeds, "wall_s": wall, "models_per_hour": seeds * 3600 / wall,
-                           "ok": statuses.count("ok"), "cases": len(statuses)}  # fmt: skip
+                           "ok": statuses.count(ResultStatus.OK), "cases": len(statuses)}  # fmt: skip
     if device.type == "cuda":
         row["peak_memory_mib"] = torch.cuda.max_memory_allocated(device) / 2**20
     if sampler is not None:

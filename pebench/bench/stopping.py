@@ -25,9 +25,11 @@ import torch
 
 from pebench import metrics
 from pebench.analysis import noise, scoring, seeds
+from pebench.case import Case
 from pebench.evaluation import evaluate
-from pebench.runner import Case, Runner
+from pebench.runner import Runner
 from pebench.settings import Settings
+from pebench.status import ResultStatus
 from pebench.stopping import StopRule
 from pebench.training import TrainInfo, train
 
@@ -91,7 +93,7 @@ def _normalised(data: dict[str, Any], side: str) -> dict[str, dict[int, dict[int
     per: dict[str, dict[int, dict[int, float]]] = {}
     for r in data["rows"]:
         for L, v in r[side].items():
-            if (n := scoring.normalised(v, m, data["chance"], "ok", data["vocab_size"])) is not None:
+            if (n := scoring.normalised(v, m, data["chance"], ResultStatus.OK, data["vocab_size"])) is not None:
                 per.setdefault(r["encoding"], {}).setdefault(int(L), {})[r["seed"]] = n
     return per
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pebench.analysis.scoring import training_length_scores
+from pebench.analysis.scoring import Learned, training_length_scores
 
 CORE_ENCODINGS = ("nope", "sinusoidal", "learned", "rope", "alibi")
 CORE_TASKS = ("modular_sum", "k_back", "shift_invariant", "long_range_match")
@@ -66,7 +66,7 @@ def time_tasks(tasks: Sequence[str], encs: Sequence[str], extra: Sequence[str] =
 def format_task_table(results: list[dict[str, Any]], encs: Sequence[str], header: bool = True) -> str:
     """``task  wall  metric  chance  <score per encoding>`` lines; each score is followed by ``L`` (learned),
     ``p`` (partly), ``-`` (not learned); ``n/a`` marks an encoding without a result, ``x`` a failed one."""
-    mark = {"learned": "L", "partly": "p", "not learned": "-", "failed": "x"}
+    mark = {Learned.LEARNED: "L", Learned.PARTLY: "p", Learned.NOT_LEARNED: "-", Learned.FAILED: "x"}
     lines = []
     if header:
         lines.append(f"{'task':<19}{'wall':>7}  {'metric':<12}{'chance':>8}" + "".join(f"{e:>13}" for e in encs))

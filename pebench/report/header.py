@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from pebench.status import ResultStatus
+
 MAX_FAILURES_SHOWN = 200
 
 
@@ -93,7 +95,7 @@ def _fmt_time(value: Any) -> str:
 
 
 def failures(sel: pd.DataFrame) -> tuple[list[dict[str, Any]], int]:
-    bad = sel[sel["status"] != "ok"] if not sel.empty else sel
+    bad = sel[sel["status"] != ResultStatus.OK] if not sel.empty else sel
     rows = [
         {"case_id": r["case_id"], "seed": int(r["seed"]), "status": r["status"], "message": r["message"] or ""}
         for r in bad.head(MAX_FAILURES_SHOWN).to_dict("records")

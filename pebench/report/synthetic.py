@@ -24,7 +24,9 @@ import numpy as np
 from sqlalchemy import insert
 
 from pebench import metrics as metric_registry
+from pebench.case import Case
 from pebench.hashing import config_hash
+from pebench.status import ResultStatus, RunStatus
 from pebench.store import database as db
 from pebench.store.record import curve_row
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result
@@ -134,7 +136,7 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                         splits[split] = {"loss": loss, "token_accuracy": acc, "sequence_accuracy": acc**4,
                                          "perplexity": math.exp(loss), "n_samples": 256, "n_scored": 256}  # fmt: skip
                     main = splits[task.splits[0]]
-                    status, message = spec.statuses.get((enc, task.name, length, seed), ("ok", ""))
+                    status, message = spec.statuses.get((enc, task.name, length, seed), (ResultStatus.OK, ""))
                     metrics: dict[str, Any] = {"splits": splits}
                     if spec.attention and length == task.train_length:
                         t = spec.attention_tokens
@@ -147,7 +149,7 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                             heads.append([row[: i + 1] for i, row in enumerate(w)])
                         metrics["attention"] = {"layer": 1, "tokens": list(range(t)), "scale": 1000, "heads": heads}
                     rec = {
-                        "case_id": f"{enc}-{task.name}-L{length}",
+                        "case_id": Case(enc, task.name, length).id,
                         "encoding": enc,
                         "encoding_version": "1",
                         "task": task.name,
@@ -169,10 +171,10 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
                         "final_train_loss": curve[-1]["loss"],
                         "eval_time_s": 0.5,
                         "model_reused": length != task.lengths[0],
-                        "metrics": metrics if status == "ok" else {},
+                        "metrics": metrics if status == ResultStatus.OK else {},
                         "curve": curve,
                     }
-                    if status == "ok":
+                    if status == ResultStatus.OK:
                         score = main[metric.key]
                         rec.update(score=score, loss=main["loss"], token_accuracy=main["token_accuracy"],
                                    sequence_accuracy=main["sequence_accuracy"])  # fmt: skip
@@ -196,7 +198,7 @@ def write_run(engine: Any, recs: Sequence[dict[str, Any]], info: dict[str, Any] 
             s.execute(insert(Result), rows)
         if points:
             s.execute(insert(CurvePoint), points)
-    db.finish_run(engine, run_id, "finished")
+    db.finish_run(engine, run_id, RunStatus.FINISHED)
     return run_id
 
 

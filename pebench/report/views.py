@@ -18,6 +18,7 @@ from pebench.metrics import Metric
 from pebench.report import families
 from pebench.report.colors import cmap_hex, encoding_colors
 from pebench.report.svg import MARKER_SHAPES
+from pebench.status import ResultStatus
 
 
 @dataclass
@@ -251,17 +252,17 @@ def _task_view(
     for enc in sorted(enc_groups):
         g, pg = enc_groups[enc], prev_groups.get(enc)
         acc.seeds[enc].update(g.seeds())
-        n_fail = sum(1 for r in g.rows() if r["status"] != "ok")
+        n_fail = sum(1 for r in g.rows() if r["status"] != ResultStatus.OK)
         acc.failures[enc] += n_fail
         cells = []
         for L in lengths:
             per = g.by_length.get(L, {})
-            c = _cell([m.display(r["score"]) for r in per.values() if r["status"] == "ok"], m.digits)
-            bad = [r["status"] for r in per.values() if r["status"] != "ok"]
+            c = _cell([m.display(r["score"]) for r in per.values() if r["status"] == ResultStatus.OK], m.digits)
+            bad = [r["status"] for r in per.values() if r["status"] != ResultStatus.OK]
             if bad:
                 c.note = ", ".join(f"{bad.count(s)} {s}" for s in sorted(set(bad)))
             if pg is not None and L in pg.by_length:
-                pm = mean(m.display(r["score"]) for r in pg.by_length[L].values() if r["status"] == "ok")
+                pm = mean(m.display(r["score"]) for r in pg.by_length[L].values() if r["status"] == ResultStatus.OK)
                 acc.has_deltas |= _delta(c, pm, m.higher_is_better)
             cells.append(c)
         id_cell = _cell(scoring.per_seed_metric(g, id_lengths, m), m.digits)
@@ -440,8 +441,7 @@ def _split_grids(
                 for L in view.lengths:
                     value = mean(
                         (((r.get("metrics") or {}).get("splits") or {}).get(s) or {}).get(m.key)
-                        for r in g.by_length.get(L, {}).values()
-                        if r["status"] == "ok"
+                        for r in g.by_length.get(L, {}).values() if r["status"] == ResultStatus.OK
                     )
                     bg, fg = cmap_hex(m.normalise(value, view.chance) if value is not None else None)
                     shown = m.display(value)

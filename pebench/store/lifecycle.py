@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from pebench.errors import DatabaseError
+from pebench.status import RunStatus
 from pebench.store.schema import Result, Run, utcnow
 
 HEARTBEAT_S = 60.0
@@ -52,37 +53,37 @@ def effective_status(run: Any, now: dt.datetime | None = None, host: str | None 
     process is gone is ``interrupted``."""
     get = run.get if isinstance(run, dict) else lambda k: getattr(run, k)
     status = get("status")
-    if status != "running":
+    if status != RunStatus.RUNNING:
         return status
     now = now or utcnow()
     last = get("heartbeat_at") or get("started_at")
     if last is not None and (now - last).total_seconds() > STALE_S:
-        return "interrupted"
+        return RunStatus.INTERRUPTED
     pid = get("pid")
     if pid is not None and get("host") == (host or socket.gethostname()) and not pid_alive(int(pid)):
-        return "interrupted"
-    return "running"
+        return RunStatus.INTERRUPTED
+    return RunStatus.RUNNING
 
 
 def heartbeat(engine: Engine, run_id: int) -> None:
     """Renew the heartbeat of a running run."""
     with Session(engine) as s, s.begin():
-        s.execute(update(Run).where(Run.id == run_id, Run.status == "running").values(heartbeat_at=utcnow()))
+        s.execute(update(Run).where(Run.id == run_id, Run.status == RunStatus.RUNNING).values(heartbeat_at=utcnow()))
 
 
 def mark_interrupted(engine: Engine) -> list[int]:
     """Write ``interrupted`` into every running run whose process is gone; returns their ids."""
     with Session(engine) as s, s.begin():
-        gone = [r for r in s.scalars(select(Run).where(Run.status == "running"))
-                if effective_status(r) == "interrupted"]  # fmt: skip
+        gone = [r for r in s.scalars(select(Run).where(Run.status == RunStatus.RUNNING))
+                if effective_status(r) == RunStatus.INTERRUPTED]  # fmt: skip
         for run in gone:
-            run.status = "interrupted"
+            run.status = RunStatus.INTERRUPTED
         return [r.id for r in gone]
 
 
 def _finished_ids(s: Session) -> list[int]:
     """Finished runs, newest first."""
-    q = select(Run.id).where(Run.status == "finished").order_by(Run.started_at.desc(), Run.id.desc())
+    q = select(Run.id).where(Run.status == RunStatus.FINISHED).order_by(Run.started_at.desc(), Run.id.desc())
     return list(s.scalars(q))
 
 

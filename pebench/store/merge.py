@@ -30,6 +30,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from pebench.errors import PebenchError
+from pebench.status import RunStatus
 from pebench.store.database import mask_secrets, open_db, resolve_run_id, session_scope
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result, Run
 
@@ -165,11 +166,12 @@ def merge(specs: Sequence[str], output: str) -> MergeInfo:
         _already_merged(engine, parts)
         runs = [p.run for p in parts]
         statuses = {r["status"] for r in runs}
+        others = sorted(statuses - {RunStatus.FINISHED})
         info = {k: runs[0][k] for k in SAME_PROVENANCE}
         info.update(
             started_at=min(r["started_at"] for r in runs),
             finished_at=max((r["finished_at"] for r in runs if r["finished_at"] is not None), default=None),
-            status="finished" if statuses == {"finished"} else sorted(statuses - {"finished"})[0],
+            status=RunStatus.FINISHED if statuses == {RunStatus.FINISHED} else others[0],
             device=", ".join(dict.fromkeys(r["device"] for r in runs))[:128],
             host=", ".join(dict.fromkeys(r["host"] for r in runs))[:255],
             python_version=", ".join(dict.fromkeys(r["python_version"] for r in runs))[:32],

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pebench.status import ResultStatus
 from pebench.store.schema import RESULT_FIELDS
 
 
@@ -34,7 +35,7 @@ class ResultRecord:
     seed: int
     config: dict[str, Any]
     config_hash: str
-    status: str = "ok"  # ok | diverged | error
+    status: str = ResultStatus.OK
     message: str = ""
     code_version: str = ""
     metric: str = "accuracy"

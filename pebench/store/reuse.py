@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from pebench.status import ResultStatus
 from pebench.store.database import open_db
 from pebench.store.record import ResultRecord, curve_point
 from pebench.store.schema import RESULT_FIELDS, Result, Run
@@ -54,7 +55,7 @@ class ReuseLookup:
         query = (
             select(Result)
             .join(Run, Result.run_id == Run.id)
-            .where(Result.status == "ok", Run.device.like(f"{self.device_type}%"))
+            .where(Result.status == ResultStatus.OK, Run.device.like(f"{self.device_type}%"))
             .order_by(Result.id.desc())
             .limit(1)
         )

@@ -30,6 +30,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from pebench.status import RunStatus
+
 HEAD_REVISION = "0004"
 """The Alembic revision of the tables below (``pebench/store/migrations/versions``)."""
 SCHEMA_VERSION = int(HEAD_REVISION)
@@ -92,7 +94,7 @@ class Run(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | failed | interrupted
+    status: Mapped[str] = mapped_column(String(16), default=RunStatus.RUNNING)
     pid: Mapped[int | None] = mapped_column(Integer, nullable=True)  # of the writing process, on ``host``
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)  # renewed while it runs
     git_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -128,7 +130,7 @@ class Result(Base):
     config: Mapped[dict[str, Any]] = mapped_column(JSONValue)
     config_hash: Mapped[str] = mapped_column(String(32), index=True)
     code_version: Mapped[str] = mapped_column(String(64), default="")
-    status: Mapped[str] = mapped_column(String(16))  # ok | diverged | error
+    status: Mapped[str] = mapped_column(String(16))  # a ResultStatus
     message: Mapped[str] = mapped_column(Text, default="")
     metric: Mapped[str] = mapped_column(String(32), default="accuracy")
     higher_is_better: Mapped[bool] = mapped_column(Boolean, default=True)

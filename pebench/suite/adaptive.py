@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pebench import metrics
 from pebench.analysis import noise, scoring
 from pebench.analysis.seeds import undecided
+from pebench.case import Case
 from pebench.errors import PebenchError
-from pebench.runner import Case
 from pebench.store.record import ResultRecord
 
 AUTO_MAX = 5

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pebench.analysis.compare import Baseline
+from pebench.case import Case
 from pebench.errors import DatabaseError, PebenchError
 from pebench.hashing import config_hash
-from pebench.runner import Case
 from pebench.store.database import check_db, open_db
 from pebench.store.lifecycle import comparable_run, resolve_run_id
 from pebench.suite.writer import ResultWriter

@@ -32,13 +32,14 @@ import torch
 
 from pebench import encodings, plugins, tasks
 from pebench.analysis.compare import Baseline
+from pebench.case import Case
 from pebench.device import pick_device
 from pebench.errors import PebenchError
 from pebench.metrics import Tolerances
 from pebench.options import parse_assignments
 from pebench.plugins import INI_OPTION
 from pebench.registry import parse_names
-from pebench.runner import Case, Runner
+from pebench.runner import Runner
 from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
 from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
@@ -263,8 +264,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                         marks.append(pytest.mark.skip(reason=reason))
                     if length in quick:
                         marks.append(pytest.mark.quick)
-                    case_id = case.id if seeds == 1 else f"{case.id}-s{seed}"
-                    params.append(pytest.param(case, id=case_id, marks=marks))
+                    params.append(pytest.param(case, id=case.test_id(seeded=seeds > 1), marks=marks))
     if state.seeds.auto:  # seed-major: every lower seed of a task runs before a higher one is decided
         params.sort(key=lambda p: p.values[0].seed)
     metafunc.parametrize("pebench_case", params)

@@ -32,9 +32,10 @@ from typing import Any
 import torch
 
 from pebench import plugins
+from pebench.case import Case
 from pebench.checkpoints import CheckpointStore
 from pebench.errors import PebenchError
-from pebench.runner import Case, Runner
+from pebench.runner import Runner
 from pebench.settings import Settings
 
 MAX_RETRIES = 3

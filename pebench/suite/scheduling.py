@@ -17,10 +17,11 @@ import re
 
 from xdist.scheduler import LoadScopeScheduling
 
+from pebench.case import Case
 from pebench.settings import Settings
 from pebench.suite.adaptive import SeedPlan
 
-_CASE = re.compile(r"\[(?P<model>[^\[\]]+)-L\d+(?P<seed>-s\d+)?\]$")
+_PARAM = re.compile(r"\[([^\[\]]+)\]$")
 
 DISTRIBUTIONS = ("load", "loadgroup")
 """xdist distributions the suite replaces by model scheduling."""
@@ -31,10 +32,12 @@ def model_of(nodeid: str, seeds_together: bool = False) -> str:
     seeds are packed into one batched model, every seed's case belongs to ``rope-k_back``); other nodeids are their
     own."""
     base = nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
-    m = _CASE.search(base)
-    if not m:
+    m = _PARAM.search(base)
+    try:
+        case, seeded = Case.parse(m[1] if m else "")
+    except ValueError:
         return nodeid
-    return m["model"] if seeds_together else f"{m['model']}{m['seed'] or ''}"
+    return case.model_id(seeded and not seeds_together)
 
 
 class ModelScheduling(LoadScopeScheduling):

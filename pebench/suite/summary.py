@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from pebench import metrics
 from pebench.analysis import noise, reach, scoring
+from pebench.status import ResultStatus
 from pebench.store.record import ResultRecord
 
 
@@ -48,8 +49,8 @@ def score_tables(records: Iterable[ResultRecord]) -> list[str]:
         for enc in encodings:
             for L in lengths:
                 mine = [r for r in recs if r.encoding == enc and r.eval_length == L]
-                cells[(enc, L)] = m.display(scoring.mean(r.score for r in mine if r.status == "ok"))
-                notes[(enc, L)] = ",".join(sorted({r.status for r in mine if r.status != "ok"})) or "-"
+                cells[(enc, L)] = m.display(scoring.mean(r.score for r in mine if r.status == ResultStatus.OK))
+                notes[(enc, L)] = ",".join(sorted({r.status for r in mine if r.status != ResultStatus.OK})) or "-"
         best = {}
         sigma = noise.task_sigma(task, recs[0].config)
         for L in lengths:

@@ -16,6 +16,7 @@ database.
 
 import pytest
 
+from pebench.status import ResultStatus
 from pebench.suite.plugin import REGRESSION_PROPERTY, RESULT_PROPERTY
 
 
@@ -36,9 +37,9 @@ def test_case(pebench_case, pebench_runner, pebench_baseline, pebench_seeds, ben
         pebench_seeds.add(record)
     benchmark.extra_info.update(tokens_per_s=record.tokens_per_s, train_steps=record.train_steps, status=record.status)
     record_property(RESULT_PROPERTY, record.to_json())
-    if record.status == "diverged":
+    if record.status == ResultStatus.DIVERGED:
         pytest.xfail(f"diverged: {record.message}")
-    if record.status == "error":
+    if record.status == ResultStatus.ERROR:
         pytest.fail(f"{pebench_case.id}: {record.message}\n{record.metrics.get('traceback', '')}")
     assert record.score is not None
     if pebench_baseline is not None:

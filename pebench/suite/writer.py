@@ -19,11 +19,13 @@ import torch
 from sqlalchemy.exc import SQLAlchemyError
 
 from pebench.analysis.compare import Baseline, Regression
+from pebench.case import Case
 from pebench.device import pick_device
 from pebench.errors import PebenchError
 from pebench.plugins import load_entry_points, loaded
 from pebench.provenance import run_info
 from pebench.settings import Settings
+from pebench.status import RunStatus
 from pebench.store.database import add_result, error_line, finish_run, mask_secrets, safe_url, start_run
 from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.record import ResultRecord
@@ -154,8 +156,8 @@ class ResultWriter:
         if self.heartbeat is not None:
             self.heartbeat.stop()
         if self.run_id is not None:
-            status = {0: "finished", 1: "finished", 2: "interrupted"}.get(int(exitstatus), "failed")
-            status = "failed" if self.not_written else status
+            done = {0: RunStatus.FINISHED, 1: RunStatus.FINISHED, 2: RunStatus.INTERRUPTED}
+            status = RunStatus.FAILED if self.not_written else done.get(int(exitstatus), RunStatus.FAILED)
             try:
                 finish_run(self.engine, self.run_id, status)
             except Exception as err:  # the database went away: say so in one line, the run stays "running"
@@ -236,6 +238,6 @@ class RunSummary:
             terminalreporter.write_line(f"pebench --reuse: {self.reused} of {self.results} results copied")
         if self.baseline is not None:
             several = SeedPlan.parse(config.getoption("seeds")).count > 1
-            what = ", ".join(r.case_id + (f"-s{r.seed}" if several else "")
+            what = ", ".join(Case.with_seed(r.case_id, r.seed) if several else r.case_id
                              for r in self.regressions) or "none"  # fmt: skip
             terminalreporter.write_line(f"pebench --baseline run {self.baseline.run_id}: regressed: {what}")

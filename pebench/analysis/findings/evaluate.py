@@ -20,6 +20,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import pandas as pd
@@ -28,8 +29,19 @@ from pebench import metrics
 from pebench.analysis.findings.claims import Check, Finding, Term
 from pebench.analysis.scoring import finite, normalised
 from pebench.analysis.stats import Estimate, estimate
+from pebench.case import Case
+from pebench.status import ResultStatus
 
-HOLDS, FAILS, NOT_RUN = "holds", "does not hold", "not run"
+
+class FindingVerdict(StrEnum):
+    """A finding's verdict on a run."""
+
+    HOLDS = "holds"
+    FAILS = "does not hold"
+    NOT_RUN = "not run"
+
+
+HOLDS, FAILS, NOT_RUN = FindingVerdict
 
 
 @dataclass
@@ -107,12 +119,12 @@ def _value(row: Mapping[str, Any], term: Term) -> tuple[float | None, str]:
     status = str(row.get("status"))
     if term.metric == "normalised":
         v = normalised(row.get("score"), metric, row.get("chance_level"), status, _vocab(row))
-        return v, "" if v is not None else status if status != "ok" else "no score"
+        return v, "" if v is not None else status if status != ResultStatus.OK else "no score"
     if metric.name != term.metric:
         return None, f"scored by {metric.name}, not {term.metric}"
-    if status == "diverged":
-        return metric.chance_score(row.get("chance_level"), _vocab(row)), "diverged"  # a diverged model: chance
-    if status != "ok":
+    if status == ResultStatus.DIVERGED:  # a diverged model: chance
+        return metric.chance_score(row.get("chance_level"), _vocab(row)), ResultStatus.DIVERGED
+    if status != ResultStatus.OK:
         return None, status
     score = row.get("score")
     return (float(score), "") if finite(score) else (None, "no score")
@@ -128,7 +140,7 @@ def evaluate_term(term: Term, cases: Cases) -> TermValue:
                 out.missing.append((f"task {task}", "not in the run"))
             continue
         length = int(round(m * tl))
-        case = f"{term.encoding}-{task}-L{length}"
+        case = Case(term.encoding, task, length).id
         per_seed = cases.rows.get((term.encoding, task, length))
         if not per_seed:
             out.missing.append((case, "not in the run"))
@@ -186,10 +198,13 @@ def evaluate_check(check: Check, values: Mapping[int, TermValue]) -> CheckResult
 def _case_order(missing: tuple[str, str]) -> tuple[Any, ...]:
     """Whole tasks first, then cases by encoding, task and length (``L64`` before ``L128``)."""
     case = missing[0]
-    head, _, length = case.rpartition("-L")
-    if case.startswith("task ") or not length.isdigit():
+    if case.startswith("task "):
         return (0, case, 0)
-    return (1, head, int(length))
+    try:
+        parsed, _ = Case.parse(case)
+    except ValueError:
+        return (0, case, 0)
+    return (1, parsed.model, parsed.length)
 
 
 def evaluate(finding: Finding, df: pd.DataFrame, cases: Cases | None = None) -> FindingResult:
