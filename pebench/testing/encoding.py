@@ -269,12 +269,8 @@ def check_encoding_class(cls: type[PositionalEncoding], options: Mapping[str, An
                          source: str = "", speed: bool = True) -> Report:  # fmt: skip
     """Every property of the module docstring for ``cls`` (built with ``options``), one :class:`Property` each."""
     report = Report("encoding", cls.name or cls.__qualname__, source or f"module {cls.__module__}")
-    try:
-        p = make_probe(cls, options)
-        p.build()
-    except Exception as err:
-        first = (str(err).strip().splitlines() or [""])[0]
-        report.properties.append(Property("builds", FAIL, "error", f"{type(err).__name__}: {first}"))
+    p = report.built(lambda: make_probe(cls, options))
+    if p is None or report.built(p.build) is None:
         return report
     report.add("causality", lambda: causality(p))
     report.add("batch independence", lambda: batch_independence(p))

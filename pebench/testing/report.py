@@ -60,8 +60,19 @@ class Report:
         try:
             self.properties.append(check())
         except Exception as err:  # a contract broken so badly that the measurement itself fails
-            first = (str(err).strip().splitlines() or [""])[0]
-            self.properties.append(Property(name, FAIL, "error", f"{type(err).__name__}: {first}"))
+            self._failed(name, err)
+
+    def built(self, build: Callable[[], Any]) -> Any:
+        """What ``build()`` returns; None, with a failed ``builds`` property, when it raises."""
+        try:
+            return build()
+        except Exception as err:
+            self._failed("builds", err)
+            return None
+
+    def _failed(self, name: str, err: Exception) -> None:
+        first = (str(err).strip().splitlines() or [""])[0]
+        self.properties.append(Property(name, FAIL, "error", f"{type(err).__name__}: {first}"))
 
 
 def measured(value: float) -> str:

@@ -129,11 +129,8 @@ def lengths(task: Task) -> Property:
 def check_task_class(cls: type[Task], options: Mapping[str, Any] | None = None, source: str = "") -> Report:
     """Every property of the module docstring for ``cls`` (built with ``options``)."""
     report = Report("task", cls.name or cls.__qualname__, source or f"module {cls.__module__}")
-    try:
-        task = cls(**dict(options or {}))
-    except Exception as err:
-        first = (str(err).strip().splitlines() or [""])[0]
-        report.properties.append(Property("builds", FAIL, "error", f"{type(err).__name__}: {first}"))
+    task = report.built(lambda: cls(**dict(options or {})))
+    if task is None:
         return report
     report.add("declarations", lambda: declarations(task))
     report.add("batch layout", lambda: batch_layout(task))
