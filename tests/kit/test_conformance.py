@@ -107,3 +107,24 @@ def test_capabilities_and_task_determinism_fail_by_name():
     assert report.source == f"module {__name__}"
     report = check_task(GlobalRandomTask)
     assert report.failed == ["determinism"], "\n".join(report.lines())
+
+
+def test_a_class_that_cannot_be_built_fails_builds_in_one_line():
+    from pebench.testing import check_encoding, check_task
+
+    class Unbuildable(ALiBi):
+        name = "unbuildable_test_encoding"
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("no table for you\nsecond line")
+
+    class UnbuildableTask(KBack):
+        name = "unbuildable_test_task"
+
+        def __init__(self, **options: object) -> None:
+            raise ValueError("bad task")
+
+    for report in (check_encoding(Unbuildable, speed=False), check_task(UnbuildableTask)):
+        assert not report.passed and report.failed == ["builds"], report.lines()
+        (prop,) = report.properties
+        assert prop.detail.count("\n") == 0 and prop.detail.split(": ")[0] in ("RuntimeError", "ValueError")
