@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from pebench.encodings.base import PositionalEncoding
 from pebench.errors import ConfigError
+from pebench.options import flag
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,9 @@ class ModelConfig:
     """
 
     vocab_size: int
-    d_model: int = 128
+    d_model: int = field(default=128, metadata=flag("model width", scopes=("sizes",)))
     n_layers: int = 2
-    n_heads: int = 4
+    n_heads: int = field(default=4, metadata=flag("attention heads", name="heads", scopes=("sizes",)))
     dropout: float = 0.0
     ffn_hidden: int = 0
     norm_eps: float = 1e-5

@@ -1,5 +1,5 @@
 """The suite's pytest wiring: command-line options, one parametrized case per (encoding, task, length, seed), one
-:class:`~pebench.runner.Runner` per process held in a typed :class:`SuiteState`, and the results database.
+:class:`~pebench.engine.runner.Runner` per process held in a typed :class:`SuiteState`, and the results database.
 
 ``suite/conftest.py`` imports this module, so the options exist when the suite is collected (``pytest suite``); an
 installed pebench gets it through its ``pytest11`` entry point (:mod:`pebench.suite.autoload`, ``pytest --pyargs
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +32,18 @@ import torch
 from pebench import encodings, plugins, tasks
 from pebench.analysis.compare import Baseline
 from pebench.case import Case
-from pebench.device import pick_device
+from pebench.engine.device import pick_device
+from pebench.engine.runner import Runner
+from pebench.engine.settings import FLAGS, Settings, add_flags, dests, tolerances
 from pebench.errors import PebenchError
-from pebench.metrics import Tolerances
 from pebench.options import parse_assignments
 from pebench.plugins import INI_OPTION
 from pebench.registry import parse_names
-from pebench.runner import Runner
-from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
 from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 from pebench.suite.database import baseline, dry_run, is_worker, leave_no_benchmark_storage, open_database
-from pebench.suite.sharding import Shard, parse_shard
+from pebench.suite.sharding import parse_shard
+from pebench.suite.state import STATE, SuiteState
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
 
 __all__ = [
@@ -64,43 +63,15 @@ __all__ = [
     "pytest_xdist_make_scheduler",
 ]
 
-SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
-               "val_batches", "pack", "precision", "stop", "device", "pebench_plugins", "encoding", "task",
-               "encoding_options", "task_options", "cache_dir", "no_cache", "report", "shard", "executor",
-               "ray_address", "timing_table")
-REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
-
-
-@dataclass
-class SuiteState:
-    """What the session decided before collection: validated settings, the selected names, the one runner of this
-    process, the database URL, the tolerances and the baseline (None without ``--baseline``)."""
-
-    settings: Settings
-    encodings: list[str]
-    tasks: list[str]
-    runner: Runner
-    db_url: str
-    tolerances: Tolerances
-    baseline: Baseline | None = None
-    shard: Shard | None = None
-    shard_models: list[tuple[str, str]] = field(default_factory=list)
-    seeds: SeedPlan = field(default_factory=SeedPlan)
-    adaptive: AdaptiveSeeds | None = None
-    executor_summary: str = ""
-
-
-STATE = pytest.StashKey[SuiteState]()
-
 
 MARKERS = ("full: cases of the full tier (run with -m full or --tier full)",
            "quick: cases of the quick tier (the default)")  # fmt: skip
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, SUITE_FLAGS)
+    add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, dests("suite"))
     parser.addini(INI_OPTION, "plugins to import, as --plugin (paths relative to this file)", type="args", default=[])
-    add_flags(parser.getgroup("pebench-regression", "pebench regression runs").addoption, REGRESSION_FLAGS,
+    add_flags(parser.getgroup("pebench-regression", "pebench regression runs").addoption, dests("regression"),
               tolerance={"help": FLAGS["tolerance"].help + ", for --baseline"},
               ppl_tolerance={"help": FLAGS["ppl_tolerance"].help + ", for --baseline"})  # fmt: skip
 
@@ -125,15 +96,12 @@ def _named_options(config: pytest.Config, option: str, registry: Any) -> dict[st
     return out
 
 
-def _settings(config: pytest.Config) -> Settings:
+def _settings(config: pytest.Config, plan: SeedPlan) -> Settings:
     cache = None
     if not config.getoption("no_cache"):
         cache = Path(config.getoption("cache_dir") or Path(config.rootpath) / ".pebench_cache")
-    plan = SeedPlan.parse(config.getoption("seeds"))
     settings = Settings(
-        **{name: config.getoption(name) for name in
-           ("steps", "batch_size", "lr", "precision", "stop", "val_batches", "d_model", "n_layers", "n_heads",
-            "eval_samples", "device")},
+        **{name: config.getoption(name) for name in dests("setting")},
         cache_dir=cache,
         pack_seeds=Settings.packed_seeds(config.getoption("pack"), 1 if plan.auto else plan.count,
                                          config.getoption("device")),
@@ -201,7 +169,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.getoption("deterministic"):
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
             torch.use_deterministic_algorithms(True)
-        settings = _settings(config)
+        plan = SeedPlan.parse(config.getoption("seeds"))
+        settings = _settings(config, plan)
         state = SuiteState(
             settings=settings,
             encodings=_names(config, "encoding", encodings),
@@ -210,7 +179,7 @@ def pytest_configure(config: pytest.Config) -> None:
             db_url=resolve_url(config.getoption("db"), Path(config.rootpath)),
             tolerances=tolerances(config.getoption("tolerance"), config.getoption("ppl_tolerance")),
             shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
-            seeds=SeedPlan.parse(config.getoption("seeds")),
+            seeds=plan,
         )
         if state.seeds.auto:
             if config.getoption("executor") == "ray" or state.shard is not None or is_worker(config) or \
@@ -237,15 +206,15 @@ def pytest_configure(config: pytest.Config) -> None:
             open_database(config, state)
         config.stash[STATE] = state
         if not is_worker(config):
-            config.pluginmanager.register(RunSummary(state.baseline), "pebench-run-summary")
+            config.pluginmanager.register(RunSummary(state), "pebench-run-summary")
     except PebenchError as err:
         raise pytest.UsageError(str(err)) from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """One case per (encoding, task, length, seed). An encoding that needs task annotations its task does not
-    provide (:meth:`pebench.runner.Runner.not_applicable`) gives skipped cases with the one-line reason: they write no
-    result, train nothing, and leave a selection of only such cases a passing run of skips."""
+    provide (:meth:`pebench.engine.runner.Runner.not_applicable`) gives skipped cases with the one-line reason: they
+    write no result, train nothing, and leave a selection of only such cases a passing run of skips."""
     if "pebench_case" not in metafunc.fixturenames:
         return
     state = metafunc.config.stash[STATE]

@@ -3,9 +3,9 @@
 After collection, the controller lists the models of the selected cases (one per encoding, task, seed and config)
 whose checkpoint is not in the cache yet, and submits one Ray task per model to a local Ray instance (started for
 the session) or to the cluster at ``--ray-address`` (e.g. ``ray://head:10001`` or ``auto``). Each task builds the
-model with the session's settings, trains it exactly as :meth:`pebench.runner.Runner.model_for` would locally (same
-seed, same data stream; on the CPU with the controller's thread count, so the numbers are the same), and returns the
-checkpoint as bytes through Ray's object store, so the workers need no shared filesystem. The controller writes each
+model with the session's settings, trains it exactly as :meth:`pebench.engine.runner.Runner.model_for` would locally
+(same seed, same data stream; on the CPU with the controller's thread count, so the numbers are the same), and returns
+the checkpoint as bytes through Ray's object store, so the workers need no shared filesystem. The controller writes each
 checkpoint into the cache; the cases then load it, evaluate and write the database as in a local run.
 
 Resources: a quarter of a GPU per task (``num_gpus`` = 0.25, so four small models share a GPU) when the cluster has
@@ -33,10 +33,10 @@ import torch
 
 from pebench import plugins
 from pebench.case import Case
-from pebench.checkpoints import CheckpointStore
+from pebench.engine.checkpoints import CheckpointStore
+from pebench.engine.runner import Runner
+from pebench.engine.settings import Settings
 from pebench.errors import PebenchError
-from pebench.runner import Runner
-from pebench.settings import Settings
 
 MAX_RETRIES = 3
 

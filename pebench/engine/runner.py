@@ -21,22 +21,22 @@ import torch
 
 from pebench import encodings, tasks
 from pebench.case import Case
-from pebench.checkpoints import CheckpointStore
-from pebench.device import pick_device, resolve_precision, worker_device
 from pebench.encodings.base import EncodingContext
 from pebench.encodings.registry import not_applicable
+from pebench.engine.checkpoints import CheckpointStore
+from pebench.engine.device import pick_device, resolve_precision, worker_device
+from pebench.engine.evaluation import eval_positions, evaluate
+from pebench.engine.packing import packable, train_packed
+from pebench.engine.settings import Settings
+from pebench.engine.training import TrainInfo, train
 from pebench.errors import ConfigError, PebenchError
-from pebench.evaluation import eval_positions, evaluate
 from pebench.hashing import config_hash, derive_seed
 from pebench.models import Transformer
-from pebench.packing import packable, train_packed
 from pebench.plugins import external_files
-from pebench.settings import Settings
 from pebench.status import ResultStatus
 from pebench.store import attention
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
-from pebench.training import TrainInfo, train
 
 Timer = Callable[[Callable[[], Any]], Any]
 """Wraps the call that trains a model, e.g. pytest-benchmark's ``benchmark.pedantic`` (see the suite)."""
@@ -67,8 +67,9 @@ def code_version(encoding_cls: type, task_cls: type) -> str:
     none for pebench's own classes, whose hash is what it was before plugins)."""
     import inspect
 
-    from pebench import evaluation, models, packing, stopping, training
+    from pebench import models
     from pebench.encodings import base as enc_base
+    from pebench.engine import evaluation, packing, stopping, training
     from pebench.tasks import base as task_base
 
     h = hashlib.sha256()
@@ -107,9 +108,10 @@ def attention_snapshot(
     (:func:`pebench.store.attention.encode`).
 
     The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
-    from (seed, "attention", task, length), its positions as in evaluation (:func:`pebench.evaluation.eval_positions`,
-    from a generator seeded from (seed, "attention positions", task, length)), then both (and the task's annotations)
-    are cut to ``n_tokens``: attention is causal, so these rows equal the top-left block of the full sequence's maps.
+    from (seed, "attention", task, length), its positions as in evaluation
+    (:func:`pebench.engine.evaluation.eval_positions`, from a generator seeded from (seed, "attention positions", task,
+    length)), then both (and the task's annotations) are cut to ``n_tokens``: attention is causal, so these rows equal
+    the top-left block of the full sequence's maps.
     """
     gen = torch.Generator().manual_seed(derive_seed(seed, "attention", task.name, task.train_length))
     pos_gen = torch.Generator().manual_seed(derive_seed(seed, "attention positions", task.name, task.train_length))
@@ -257,7 +259,7 @@ class Runner:
 
     def _packed_model_for(self, case: Case, config: dict[str, Any], timer: Timer | None) -> TrainedModel:
         """:meth:`model_for` with packed seeds: the model of every seed 0..K-1 of this (encoding, task, config) that
-        is neither in memory nor in a checkpoint is trained now, all together (:mod:`pebench.packing`)."""
+        is neither in memory nor in a checkpoint is trained now, all together (:mod:`pebench.engine.packing`)."""
         cases = [replace(case, seed=s) for s in range(self.settings.pack_seeds)]
         keys = [self.model_key(c) for c in cases]
         paths = [self.checkpoint_path(c, k) for c, k in zip(cases, keys, strict=True)]
