@@ -44,7 +44,7 @@ class TrainConfig:
     steps: int = 600
     batch_size: int = field(default=64, metadata=flag("training batch size", scopes=("sizes",)))
     lr: float = field(default=3e-3, metadata=flag("peak learning rate of AdamW"))
-    weight_decay: float = 0.01
+    weight_decay: float = field(default=0.01, metadata=flag("AdamW's decoupled weight decay"))
     warmup_steps: int = 50
     grad_clip: float = 1.0
     curve_every: int = 0
@@ -68,6 +68,8 @@ class TrainConfig:
             raise ConfigError("train", f"{{batch_size}} must be a positive integer, got {self.batch_size}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ConfigError("train", f"{{lr}} must be a positive finite number, got {self.lr}")
+        if not (self.weight_decay >= 0 and math.isfinite(self.weight_decay)):
+            raise ConfigError("train", f"{{weight_decay}} must be 0 or more and finite, got {self.weight_decay}")
         if self.precision not in PRECISIONS:  # "auto" is resolved per device before (pebench.engine.device)
             raise ConfigError("train", f"{{precision}} must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.val_batches < 0:
