@@ -149,7 +149,7 @@ def _results(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pebench.report.page import render_report
 
-    info = render_report(_db(args), args.output, args.run)
+    info = render_report(_db(args), args.output, args.run, args.point)
     runs = ", ".join(str(r) for r in info.runs) or "none"
     print(
         f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
@@ -167,7 +167,7 @@ def _findings(args: argparse.Namespace) -> int:
 
     from pebench.analysis.findings import render, run_findings, to_dict
 
-    report = run_findings(_db(args), args.run)
+    report = run_findings(_db(args), args.run, args.point)
     print(json.dumps(to_dict(report), indent=2) if args.json else render(report))
     return 1 if args.strict and report.any_fails else 0
 
@@ -359,6 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default="latest", help="run id, latest, previous or all (default latest)")
     p.add_argument("-o", "--output", default="leaderboard.html", help="output file (default leaderboard.html)")
+    p.add_argument("--point", metavar="POINT", help="with a sweep, the point to show (e.g. layers4); a page never "
+                   "ranks two points together (docs/sweeps.md)")  # fmt: skip
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.set_defaults(func=_report)
 
@@ -376,6 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run id, latest, previous, or all (the latest result of every case) (default latest)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--strict", action="store_true", help="exit 1 when a finding does not hold")
+    p.add_argument("--point", metavar="POINT", help="with a sweep, the point to check (e.g. layers4)")
     p.set_defaults(func=_findings)
 
     p = sub.add_parser(

@@ -17,7 +17,7 @@ LAYERS = [
     {"engine.training", "engine.packing", "engine.stopping", "engine.evaluation", "engine.checkpoints"},
     {"store"},
     {"analysis"},
-    {"engine.settings", "engine.runner"},
+    {"engine.settings", "engine.sweep", "engine.runner"},
     {"report", "bench", "testing"},
     {"suite", "cli", "results", "__main__", "__init__"},
 ]

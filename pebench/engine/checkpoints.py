@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from filelock import FileLock
 
+from pebench.case import Case
 from pebench.engine.training import TrainInfo
 from pebench.models import Transformer
 
@@ -30,11 +31,12 @@ class CheckpointStore:
     def __init__(self, directory: Path | str | None) -> None:
         self.directory = None if directory is None else Path(directory)
 
-    def path(self, encoding: str, task: str, seed: int, key: str) -> Path | None:
-        """Where the model ``key`` (of ``encoding`` on ``task``, seed ``seed``) is kept; None without a cache."""
+    def path(self, case: Case, key: str) -> Path | None:
+        """Where the model ``key`` of ``case`` is kept (``rope-k_back-s0-<key>.pt``, its model id with the seed,
+        :meth:`pebench.case.Case.model_id`); None without a cache."""
         if self.directory is None:
             return None
-        return self.directory / f"{encoding}-{task}-s{seed}-{key}.pt"
+        return self.directory / f"{case.model_id(seeded=True)}-{key}.pt"
 
     @contextlib.contextmanager
     def locked(self, paths: Iterable[Path | None]) -> Iterator[None]:

@@ -211,6 +211,11 @@ _FLAGS = (
     _flag("--plugin", "pebench_plugins", "import encodings and tasks from a Python file or module (repeatable; also "
           "the ini option pebench_plugins); its @register classes join the built-ins (docs/extending.md#plugins)",
           {"action": "append", "default": [], "metavar": "PATH.py|MODULE"}, "suite"),
+    _flag("--sweep", "sweep", "one more axis of cases: a setting (layers, heads, d_model, lr, steps, batch_size, "
+          "weight_decay ...) or ENCODING:OPTION / TASK:OPTION over the values given, e.g. layers=2,4 or "
+          "rope:base=100,10000 (repeatable: the sweeps multiply); each value is its own model and a part of the case "
+          "id (rope-k_back-L64-layers4; docs/sweeps.md)", {"action": "append", "default": [],
+                                                             "metavar": "NAME=V1,V2,..."}, "suite", "run"),
     _flag("--encoding", "encoding", "comma-separated encodings to run (default: all)", {}, "suite", "run"),
     _flag("--task", "task", "comma-separated tasks to run (default: all)", {}, "suite", "run"),
     _flag("--encoding-options", "encoding_options", "options of one encoding, e.g. rope:base=500 (repeatable)",

@@ -29,10 +29,10 @@ class ModelConfig:
     returns one), the token embeddings (initialised N(0, 0.02²)) are first multiplied by √d_model, as Vaswani et al.
     2017 (§3.4) do, so tokens and positions start at comparable sizes. Without it a fixed absolute encoding's
     entries of size ~1 are ~50x the token signal at d_model 128: sinusoidal, binary_norm and decimal_norm stayed at
-    chance on k_back for 200+ steps; with it they reach 100%, 100% and 20% at 200 steps (measured at the defaults).
-    Encodings that add no vector are left unscaled: scaling only enlarges the residual stream against the blocks'
-    outputs there, and it cost RoPE the passkey task (exact match 0.88 -> 0.004 at 600 steps, measured). It is part
-    of the config, so results with and without it are never mixed.
+    chance on k_back for 200+ steps; with it they leave chance within 200 steps. Encodings that add no vector are
+    left unscaled: scaling only enlarges the residual stream against the blocks' outputs there, and it cost RoPE the
+    passkey task (docs/defaults.md, "Token embedding scale (scale_embeddings)"). It is part of the config, so results
+    with and without it are never mixed.
     """
 
     vocab_size: int

@@ -35,6 +35,7 @@ from pebench.case import Case
 from pebench.engine.device import pick_device
 from pebench.engine.runner import Runner
 from pebench.engine.settings import FLAGS, Settings, add_flags, dests, tolerances
+from pebench.engine.sweep import Sweep
 from pebench.errors import PebenchError
 from pebench.options import parse_assignments
 from pebench.plugins import INI_OPTION
@@ -137,7 +138,7 @@ def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
     except PebenchError:
         raise
     except (ValueError, TypeError, AssertionError, RuntimeError) as err:
-        s = state.settings
+        s = state.runner.at(case.point).settings
         raise PebenchError(
             f"encoding {case.encoding} cannot be built with --d-model {s.d_model} --heads {s.n_heads} (head dim "
             f"{s.d_model // s.n_heads}): {err}"
@@ -171,11 +172,12 @@ def pytest_configure(config: pytest.Config) -> None:
             torch.use_deterministic_algorithms(True)
         plan = SeedPlan.parse(config.getoption("seeds"))
         settings = _settings(config, plan)
+        sweep = Sweep.parse(config.getoption("sweep"))
         state = SuiteState(
             settings=settings,
             encodings=_names(config, "encoding", encodings),
             tasks=_names(config, "task", tasks),
-            runner=Runner(settings),
+            runner=Runner(settings, sweep=sweep),
             db_url=resolve_url(config.getoption("db"), Path(config.rootpath)),
             tolerances=tolerances(config.getoption("tolerance"), config.getoption("ppl_tolerance")),
             shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
@@ -187,15 +189,20 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise PebenchError(f"--seeds {state.seeds} adds seeds in order, each after the lower seeds of its "
                                    "task: run it in one process (no -n, --shard or --executor ray), or give a "
                                    "number of seeds")  # fmt: skip
+            if sweep:
+                raise PebenchError(f"--seeds {state.seeds} decides seeds per (encoding, task), not per sweep point: "
+                                   "give a number of seeds with --sweep")  # fmt: skip
             state.adaptive = AdaptiveSeeds(state.seeds)
-        # options are validated by building each selected encoding and task once, and every length to be collected
-        # is checked against the task's options (e.g. k_back:k=1000 makes length 64 impossible)
+        # options are validated by building each selected encoding and task once (at every sweep point), and every
+        # length to be collected is checked against the task's options (e.g. k_back:k=1000 makes length 64
+        # impossible)
         for task_name in state.tasks:
-            task = state.runner.task(task_name)
-            for length in collected_lengths(config, task):
-                task.check_length(length)
             for enc_name in state.encodings:
-                _describe(state, Case(enc_name, task_name, task.train_length))
+                for point in sweep.points(enc_name, task_name):
+                    task = state.runner.at(point).task(task_name)
+                    for length in collected_lengths(config, task):
+                        task.check_length(length)
+                    _describe(state, Case(enc_name, task_name, task.train_length, point=point))
         parallel = getattr(config.option, "numprocesses", None) or is_worker(config)
         if config.getoption("executor") == "ray" and parallel:
             raise PebenchError("--executor ray trains on Ray workers; do not combine it with -n (pytest-xdist)")
@@ -222,18 +229,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for enc_name in state.encodings:
         for task_name in state.tasks:
-            task = state.runner.task(task_name)
-            quick = set(task.eval_lengths("quick"))
             reason = state.runner.not_applicable(enc_name, task_name)
-            for length in collected_lengths(metafunc.config, task):
-                for seed in range(seeds):
-                    case = Case(enc_name, task_name, length, seed)
-                    marks = [pytest.mark.full]
-                    if reason is not None:
-                        marks.append(pytest.mark.skip(reason=reason))
-                    if length in quick:
-                        marks.append(pytest.mark.quick)
-                    params.append(pytest.param(case, id=case.test_id(seeded=seeds > 1), marks=marks))
+            for point in state.runner.sweep.points(enc_name, task_name):
+                task = state.runner.at(point).task(task_name)
+                quick = set(task.eval_lengths("quick"))
+                for length in collected_lengths(metafunc.config, task):
+                    for seed in range(seeds):
+                        case = Case(enc_name, task_name, length, seed, point)
+                        marks = [pytest.mark.full]
+                        if reason is not None:
+                            marks.append(pytest.mark.skip(reason=reason))
+                        if length in quick:
+                            marks.append(pytest.mark.quick)
+                        params.append(pytest.param(case, id=case.test_id(seeded=seeds > 1), marks=marks))
     if state.seeds.auto:  # seed-major: every lower seed of a task runs before a higher one is decided
         params.sort(key=lambda p: p.values[0].seed)
     metafunc.parametrize("pebench_case", params)
@@ -269,17 +277,10 @@ def _runnable(state: SuiteState, case: Case | None) -> bool:
 
 def _shard_items(state: SuiteState, items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item]]:
     """(this shard's items, the others) of ``items``, split by model (see :mod:`pebench.suite.sharding`)."""
-    from pebench.suite.sharding import assign, model_costs
-
-    s, runner = state.settings, state.runner
-
-    def cost(task_name: str, length: int, seed: int) -> tuple[float, float]:
-        task = runner.task(task_name)
-        train = 3.0 * s.train_config(task).steps * s.batch_size * task.tokens(task.train_range[1])
-        return train, float(s.eval_samples * task.tokens(length) * len(task.eval_splits))
+    from pebench.suite.sharding import assign, case_costs
 
     cases = [c for c in map(_case_of, items) if _runnable(state, c)]
-    shards = assign(model_costs(((c.encoding, c.task, c.length, c.seed) for c in cases), cost), state.shard.count)
+    shards = assign(case_costs(state.runner, cases), state.shard.count)
     mine, other = [], []
     for item in items:
         case = _case_of(item)

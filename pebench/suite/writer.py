@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ import torch
 from sqlalchemy.exc import SQLAlchemyError
 
 from pebench.analysis.compare import Regression
-from pebench.case import Case
+from pebench.case import Case, point_of
 from pebench.engine.device import pick_device
 from pebench.engine.settings import dests
 from pebench.errors import PebenchError
@@ -165,11 +166,17 @@ class ResultWriter:
             return
         from pebench.report.page import render_report
 
-        try:
-            info = render_report(self.url, path, self.run_id)
-            self.report_line = f"leaderboard -> {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.seconds:.2f} s)"
-        except PebenchError as err:
-            self.report_line = f"leaderboard not written: {err}"
+        points = sorted({p for p in (point_of(r.case_id) for r in self.records) if p})
+        pages = [(path, None)] if len(points) <= 1 else \
+            [(str(Path(path).with_name(f"{Path(path).stem}-{p}{Path(path).suffix}")), p) for p in points]  # fmt: skip
+        lines = []
+        for page, point in pages:  # a sweep: one page per point (a page never ranks two points together)
+            try:
+                info = render_report(self.url, page, self.run_id, point)
+                lines.append(f"leaderboard -> {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.seconds:.2f} s)")
+            except PebenchError as err:
+                lines.append(f"leaderboard not written: {err}")
+        self.report_line = "\n".join(lines)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         for line in self.not_written:
@@ -184,7 +191,8 @@ class ResultWriter:
                                     "when within it)")
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {safe_url(self.url)}")
         if self.report_line:
-            terminalreporter.write_line(self.report_line)
+            for line in self.report_line.splitlines():
+                terminalreporter.write_line(line)
         else:
             db = f" --db '{safe_url(self.url)}'" if "://" in self.url else ""
             terminalreporter.write_line(f"leaderboard: pebench report{db} --run {self.run_id} -o leaderboard.html")
