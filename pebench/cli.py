@@ -149,7 +149,7 @@ def _results(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pebench.report.page import render_report
 
-    info = render_report(_db(args), args.output, args.run)
+    info = render_report(_db(args), args.output, args.run, args.point)
     runs = ", ".join(str(r) for r in info.runs) or "none"
     print(
         f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
@@ -167,7 +167,7 @@ def _findings(args: argparse.Namespace) -> int:
 
     from pebench.analysis.findings import render, run_findings, to_dict
 
-    report = run_findings(_db(args), args.run)
+    report = run_findings(_db(args), args.run, args.point)
     print(json.dumps(to_dict(report), indent=2) if args.json else render(report))
     return 1 if args.strict and report.any_fails else 0
 
@@ -176,7 +176,7 @@ def _compare(args: argparse.Namespace) -> int:
     import json
 
     from pebench.analysis.compare import compare_runs, render
-    from pebench.settings import tolerances
+    from pebench.engine.settings import tolerances
 
     tol = tolerances(args.tolerance, args.ppl_tolerance, args.speed_tolerance)
     cmp = compare_runs(_db(args), args.base, args.current, tol)
@@ -288,7 +288,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pebench.settings import MODEL_FLAGS, TOLERANCE_FLAGS, add_flags
+    from pebench.engine.settings import add_flags, dests
     from pebench.testing import new as new_command
 
     parser = Parser(prog="pebench", description=__doc__)
@@ -320,11 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
     p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
-    add_flags(p.add_argument, MODEL_FLAGS)
+    add_flags(p.add_argument, dests("sizes"))
     p.add_argument("--vocab", type=int, default=64)
     p.add_argument("--encoding", default="rope",
                    help="encoding(s) of the pebench model, comma-separated or 'all' (default rope, as LLaMA)")
-    p.add_argument("--steps", type=int, default=10, help="timed steps per measurement (default 10)")
+    p.add_argument("--timed-steps", type=int, default=10, help="timed steps per measurement (default 10)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=3, help="alternating repeats; the best of each is reported")
     add_flags(p.add_argument, ["device"], device={"default": "cpu", "help": "cpu (default), cuda, cuda:N, mps or auto"})
@@ -336,11 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models-per-hour", action="store_true",
                    help="instead, models per hour for one task's quick tier: K=1, K seeds one by one, K packed")
     p.add_argument("--task", default="k_back", help="task for --models-per-hour (default k_back)")
-    p.add_argument("--seeds", type=int, default=3, help="K for --models-per-hour (default 3)")
+    p.add_argument("--k", type=int, default=3, metavar="K",
+                   help="seeds per model: K of --models-per-hour, seeds of --stop-verdicts (default 3)")
     p.add_argument("--train-steps", type=int, default=None,
                    help="training steps for --models-per-hour (default: the task's own)")
     p.add_argument("--stop-verdicts", metavar="T1,T2|all",
-                   help="instead, train --encodings x --seeds of each task to its budget and compare the verdicts "
+                   help="instead, train --encodings x --k seeds of each task to its budget and compare the verdicts "
                         "with those of the same models stopped when learned (--stop learned); one JSON per task in "
                         "--out, then the table of every file there (docs/defaults.md)")  # fmt: skip
     p.add_argument("--out", default="docs/data/stop_verdicts", metavar="DIR",
@@ -358,6 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default="latest", help="run id, latest, previous or all (default latest)")
     p.add_argument("-o", "--output", default="leaderboard.html", help="output file (default leaderboard.html)")
+    p.add_argument("--point", metavar="POINT", help="with a sweep, the point to show (e.g. layers4); a page never "
+                   "ranks two points together (docs/sweeps.md)")  # fmt: skip
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.set_defaults(func=_report)
 
@@ -375,6 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run id, latest, previous, or all (the latest result of every case) (default latest)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--strict", action="store_true", help="exit 1 when a finding does not hold")
+    p.add_argument("--point", metavar="POINT", help="with a sweep, the point to check (e.g. layers4)")
     p.set_defaults(func=_findings)
 
     p = sub.add_parser(
@@ -386,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("base", metavar="BASE", help="run id, latest or previous")
     p.add_argument("current", metavar="CURRENT", help="run id, latest or previous")
-    add_flags(p.add_argument, ["db", *TOLERANCE_FLAGS, "speed_tolerance"])
+    add_flags(p.add_argument, ["db", *dests("compare")])
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_compare)
 

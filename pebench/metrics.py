@@ -1,8 +1,8 @@
 """What a score means: every metric a task may declare, registered once with its direction, tolerance and display.
 
 A task names its metric (``metric = "exact_match"``); everything else about the score comes from here: which key of
-:func:`pebench.evaluation.evaluate`'s result holds it, whether higher is better, whether a regression tolerance is
-absolute or relative, how it is displayed, and how it is normalised against chance. The report, ``pebench compare``,
+:func:`pebench.engine.evaluation.evaluate`'s result holds it, whether higher is better, whether a regression tolerance
+is absolute or relative, how it is displayed, and how it is normalised against chance. The report, ``pebench compare``,
 the suite's baseline, ``pebench bench`` verdicts and the synthetic database all ask this registry (as
 lm-evaluation-harness registers a metric with its direction and aggregation).
 

@@ -69,12 +69,8 @@ class Option:
             ) from None
         if isinstance(converted, float) and not math.isfinite(converted):
             raise OptionError(f"{owner}: option {name}={value!r} must be finite; valid: {self.describe_range()}")
-        bad_low = self.low is not None and (
-            converted <= self.low if self.low_open else converted < self.low
-        )
-        bad_high = self.high is not None and (
-            converted >= self.high if self.high_open else converted > self.high
-        )
+        bad_low = self.low is not None and (converted <= self.low if self.low_open else converted < self.low)
+        bad_high = self.high is not None and (converted >= self.high if self.high_open else converted > self.high)
         if bad_low or bad_high:
             raise OptionError(f"{owner}: option {name}={value!r} is out of range; valid: {self.describe_range()}")
         return converted
@@ -106,3 +102,32 @@ def parse_assignments(text: str | None) -> dict[str, str]:
             raise OptionError(f"option {part!r} has no name; it must be written as name=value")
         out[key.strip()] = value.strip()
     return out
+
+
+FLAG = "pebench_flag"
+"""The key of a dataclass field's ``metadata`` under which :func:`flag` declares its command-line flag."""
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """The command-line side of a field of :class:`pebench.engine.training.TrainConfig` or
+    :class:`pebench.models.ModelConfig`: ``pebench.engine.settings`` turns every field declared with :func:`flag` into a
+    suite and CLI flag, a :class:`pebench.engine.settings.Settings` attribute and, unless ``stored`` is False, an option
+    stored with each run."""
+
+    help: str
+    name: str | None = None
+    """The flag without its dashes (default: the field's name with ``-`` for ``_``)."""
+    choices: tuple[Any, ...] | None = None
+    stored: bool = True
+    """Whether the value is stored in ``runs.options``."""
+    scopes: tuple[str, ...] = ()
+    """Further places the flag applies (:data:`pebench.engine.settings.SCOPES`), e.g. ``sizes`` for ``pebench
+    bench``."""
+
+
+def flag(help: str, name: str | None = None, choices: Sequence[Any] | None = None, stored: bool = True,
+         scopes: Sequence[str] = ()) -> dict[str, FlagSpec]:  # fmt: skip
+    """``field(metadata=flag(...))``: declare a config field's command-line flag (see :class:`FlagSpec`); its
+    default and type are the field's own, and the config's ``__post_init__`` validates its values."""
+    return {FLAG: FlagSpec(help, name, tuple(choices) if choices is not None else None, stored, tuple(scopes))}

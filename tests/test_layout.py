@@ -1,27 +1,62 @@
-"""The package's shape: no module past ~450 lines, and imports that only point down the layers (a module never
-imports from a layer above its own), so each folder says what it does and depends only on what lies beneath it."""
+"""The package's shape: no module past ~450 lines, at most about ten modules at the top of the package, imports that
+only point down the layers (a module never imports from a layer above its own), and no import cycle at all, inside a
+layer included, so each folder says what it does and depends only on what lies beneath it."""
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pebench"
 MAX_LINES = 450
+MAX_TOP_MODULES = 10
+"""Modules at the top of ``pebench/`` besides ``__init__`` and ``__main__`` (the rest live in packages)."""
+SPLIT = {"engine"}
+"""Packages whose modules sit in different layers: their unit is ``package.module``."""
 LAYERS = [
-    {"errors", "hashing", "options", "registry", "device", "metrics", "case", "status"},
+    {"errors", "hashing", "options", "registry", "engine.device", "engine.__init__", "metrics", "case", "status"},
     {"encodings", "tasks", "models", "plugins"},
-    {"training", "packing", "stopping", "evaluation", "checkpoints"},
-    {"store", "provenance"},
+    {"engine.training", "engine.packing", "engine.stopping", "engine.evaluation", "engine.checkpoints"},
+    {"store"},
     {"analysis"},
-    {"settings", "runner"},
+    {"engine.settings", "engine.sweep", "engine.runner"},
     {"report", "bench", "testing"},
     {"suite", "cli", "results", "__main__", "__init__"},
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 
-def _unit(path: Path) -> str:
-    """The top-level unit of a module: its subpackage or its module name."""
-    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+def _module(path: Path) -> str:
+    """``pebench.store.database`` for ``pebench/store/database.py`` (``pebench.store`` for its ``__init__``)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 2 else parts)
+
+
+def _unit(module: str) -> str:
+    """The layer unit of a pebench module: its subpackage or top-level module, ``package.module`` inside a
+    :data:`SPLIT` package."""
+    parts = module.split(".")[1:] or ["__init__"]
+    if parts[0] in SPLIT:
+        return f"{parts[0]}.{parts[1] if len(parts) > 1 else '__init__'}"
+    return parts[0]
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The pebench modules ``path`` imports, anywhere in the file (inside functions too)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            while name and name not in modules:  # pebench.store.record.ResultRecord -> pebench.store.record
+                name = name.rpartition(".")[0]
+            if name.startswith("pebench"):
+                out.add(name)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    paths = {_module(p): p for p in PACKAGE.rglob("*.py")}
+    return {m: _imports(p, set(paths)) - {m} for m, p in paths.items()}
 
 
 def test_no_module_is_longer_than_the_limit():
@@ -30,20 +65,64 @@ def test_no_module_is_longer_than_the_limit():
     assert not long, long
 
 
+def test_the_top_of_the_package_holds_few_modules():
+    top = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(top) <= MAX_TOP_MODULES, top
+
+
 def test_imports_only_point_down():
     upward = []
-    for path in PACKAGE.rglob("*.py"):
-        unit = _unit(path)
+    for module, targets in _graph().items():
+        unit = _unit(module)
         assert unit in LAYER_OF, f"{unit} is in no layer of this test"
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "pebench"]
-            for name in names:
-                parts = name.split(".")
-                if parts[0] != "pebench" or len(parts) < 2:
-                    continue
-                target = parts[1]
-                if target in LAYER_OF and LAYER_OF[target] > LAYER_OF[unit]:
-                    upward.append(f"{path.relative_to(PACKAGE)} imports {name}")
+        for target in targets:
+            if target != "pebench" and LAYER_OF[_unit(target)] > LAYER_OF[unit]:
+                upward.append(f"{module} imports {target}")
     assert not upward, upward
+
+
+def test_no_import_cycle():
+    """No module reaches itself through imports (a package's ``__init__`` that imports its own modules is part of
+    that package and left out, as importing the package runs it first)."""
+    graph = _graph()
+    graph = {m: {t for t in ts if not (m.startswith(t + ".") or t == "pebench")} for m, ts in graph.items()}
+    cycles, state = [], {}
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = "open"
+        for t in sorted(graph.get(m, ())):
+            if state.get(t) == "open":
+                cycles.append(" -> ".join(stack[stack.index(t):] + [m, t]) if t in stack else f"{m} -> {t}")
+            elif t not in state:
+                visit(t, [*stack, m])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+    assert not cycles, cycles
+
+
+def test_the_layer_test_sees_a_cycle_and_an_upward_import(tmp_path):
+    """The checks above are not vacuous: a planted cycle and an upward import are found."""
+    global PACKAGE
+    pkg = tmp_path / "pebench"
+    (pkg / "store").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "errors.py").write_text("import pebench.store.a\n")
+    (pkg / "store" / "__init__.py").write_text("")
+    (pkg / "store" / "a.py").write_text("def f():\n    from pebench.store import b\n")
+    (pkg / "store" / "b.py").write_text("from pebench.store.a import f\n")
+    saved, PACKAGE = PACKAGE, pkg
+    try:
+        graph = _graph()
+        assert "pebench.store.a" in graph["pebench.errors"]
+        assert LAYER_OF[_unit("pebench.store.a")] > LAYER_OF[_unit("pebench.errors")]
+        try:
+            test_no_import_cycle()
+        except AssertionError as err:
+            assert "pebench.store.a -> pebench.store.b -> pebench.store.a" in str(err) or "pebench.store.b" in str(err)
+        else:
+            raise AssertionError("the planted cycle was not found")
+    finally:
+        PACKAGE = saved

@@ -23,7 +23,7 @@ def main(args: argparse.Namespace) -> int:
 
         names = tasks.resolve_names(args.stop_verdicts, "task")
         encs = tasks.resolve_names(args.encodings, "encoding") if args.encodings else list(tasks.CORE_ENCODINGS)
-        return stopping.main(",".join(names), encs, args.seeds, Path(args.out))
+        return stopping.main(",".join(names), encs, args.k, Path(args.out))
     if getattr(args, "tasks", None):
         return tasks.main(args.tasks, args.encodings, shlex.split(args.suite_args or ""))
     status = throughput.main(args)

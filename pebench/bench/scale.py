@@ -4,10 +4,10 @@ For one task and encoding (default k_back, rope, at their defaults), trains and 
 (every quick-tier length of each model) in this process, three ways, and prints models per hour:
 
 * K = 1: one seed alone;
-* K seeds one by one (``--seeds``, default 3), as ``pytest suite --seeds K --no-pack`` does;
-* K seeds packed into one batched model (:mod:`pebench.packing`), as ``pytest suite --seeds K`` does.
+* K seeds one by one (``--k``, default 3), as ``pytest suite --seeds K --no-pack`` does;
+* K seeds packed into one batched model (:mod:`pebench.engine.packing`), as ``pytest suite --seeds K`` does.
 
-The three are measured one after the other in one process with no cache (a fresh :class:`~pebench.runner.Runner`
+The three are measured one after the other in one process with no cache (a fresh :class:`~pebench.engine.runner.Runner`
 each), so they see the same machine state. On CUDA it also prints the peak GPU memory of each way and, when the
 NVIDIA management library is installed, the GPU's utilisation sampled during the packed run; from the packed rate it
 projects the time of the full quick grid (every encoding x every task, ``--seeds`` seeds) on this device, using each
@@ -26,9 +26,9 @@ import torch
 
 from pebench import encodings, tasks
 from pebench.case import Case
-from pebench.device import pick_device
-from pebench.runner import Runner
-from pebench.settings import Settings
+from pebench.engine.device import pick_device
+from pebench.engine.runner import Runner
+from pebench.engine.settings import Settings
 from pebench.status import ResultStatus
 
 
@@ -98,7 +98,7 @@ def grid_projection(measured: Settings, measured_task: str, seconds_per_model: f
 def main(args: argparse.Namespace) -> int:
     """Print models per hour for K = 1, K one by one and K packed, and on CUDA memory, utilisation and the grid."""
     device = pick_device(args.device)
-    k = args.seeds
+    k = args.k
     base = Settings(steps=args.train_steps, device=str(device), cache_dir=None, progress=False)
     encodings.get(args.encoding), tasks.get(args.task)  # one-line errors for unknown names
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}; {args.encoding} on "

@@ -1,9 +1,9 @@
 """``pebench bench --stop-verdicts``: do the verdicts hold when models stop when learned? (issue 28, item 5)
 
-A model stopped by :class:`~pebench.stopping.StopRule` has exactly the weights its budget run had at that step (same
-data, same schedule), so one budget run gives both sides: each (encoding, task, seed) is trained to its budget at the
-defaults, a copy of its weights is taken at the first curve point where the rule fires (through
-:func:`pebench.training.train`'s ``on_point``), and both models are evaluated at the quick tier's lengths as the
+A model stopped by :class:`~pebench.engine.stopping.StopRule` has exactly the weights its budget run had at that step
+(same data, same schedule), so one budget run gives both sides: each (encoding, task, seed) is trained to its budget at
+the defaults, a copy of its weights is taken at the first curve point where the rule fires (through
+:func:`pebench.engine.training.train`'s ``on_point``), and both models are evaluated at the quick tier's lengths as the
 suite evaluates them (the task's first evaluation split, its score). Per task one JSON file is written (per seed
 and encoding: the scores of both sides, the steps each took, the stop reason, the wall time of the budget run),
 so a long measurement survives in parts; ``--stop-table`` turns the files into the comparison: per cell the
@@ -26,19 +26,19 @@ import torch
 from pebench import metrics
 from pebench.analysis import noise, scoring, seeds
 from pebench.case import Case
-from pebench.evaluation import evaluate
-from pebench.runner import Runner
-from pebench.settings import Settings
+from pebench.engine.evaluation import evaluate
+from pebench.engine.runner import Runner
+from pebench.engine.settings import Settings
+from pebench.engine.stopping import StopRule
+from pebench.engine.training import TrainInfo, train
 from pebench.status import ResultStatus
-from pebench.stopping import StopRule
-from pebench.training import TrainInfo, train
 
 
 def _scores(runner: Runner, model: torch.nn.Module, task_name: str, seed: int) -> dict[int, float]:
     task = runner.task(task_name)
     s = runner.settings
-    return {L: task.score(evaluate(model, task, L, task.eval_splits[0], s.eval_samples, seed, runner.device,  # type: ignore[arg-type]
-                                   s.eval_batch_size)) for L in task.eval_lengths("quick")}  # fmt: skip
+    return {L: task.score(evaluate(model, task, L, task.eval_splits[0], s.eval_samples, seed,  # type: ignore[arg-type]
+                                   runner.device, s.eval_batch_size)) for L in task.eval_lengths("quick")}  # fmt: skip
 
 
 def measure(task_name: str, encs: Sequence[str], seeds: int, rule: str = "learned",

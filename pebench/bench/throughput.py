@@ -24,8 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from pebench import encodings
-from pebench.device import pick_device
 from pebench.encodings.base import EncodingContext
+from pebench.engine.device import pick_device
 from pebench.models import ModelConfig, Transformer
 
 
@@ -120,7 +120,7 @@ def step_throughput(args: argparse.Namespace) -> list[dict[str, float | int | st
         best: dict[str, float] = {}
         for _ in range(args.repeats):
             for name, step in contenders.items():  # alternate, so drift affects both alike
-                best[name] = min(best.get(name, float("inf")), _time(step, args.steps, args.warmup, device))
+                best[name] = min(best.get(name, float("inf")), _time(step, args.timed_steps, args.warmup, device))
         for name, sec in best.items():
             rows.append({"seq": seq, "model": name, "ms_per_step": sec * 1e3,
                          "tokens_per_s": args.batch_size * seq / sec})  # fmt: skip
@@ -136,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {pick_device(args.device)}")
     layers = args.n_layers or ModelConfig.n_layers
     print(f"batch {args.batch_size}, d_model {args.d_model}, layers {layers}, heads {args.n_heads}, "
-          f"vocab {args.vocab}; best of {args.repeats} x {args.steps} steps")  # fmt: skip
+          f"vocab {args.vocab}; best of {args.repeats} x {args.timed_steps} steps")  # fmt: skip
     rows = step_throughput(args)
     print(f"{'seq':>5}  {'model':<24} {'ms/step':>9} {'tokens/s':>10}")
     for r in rows:

@@ -27,7 +27,7 @@ The table has ``max_len + max_offset + 1`` rows (a number has fewer digits than 
 no index can fall outside it. Needs a task with ``digit_index`` annotations (``addition``, ``add_nocarry``,
 ``binary_addition``, ``binary_multiplication``); on any other it does not apply (the suite skips such cases). Its
 training offsets are drawn inside the forward pass from each seed's own generator, which packed seeds
-(:mod:`pebench.packing`, one vmapped forward for all seeds) cannot do, so its seeds train one by one
+(:mod:`pebench.engine.packing`, one vmapped forward for all seeds) cannot do, so its seeds train one by one
 (``packable = False``).
 """
 

@@ -136,7 +136,7 @@ class PositionalEncoding(nn.Module):
     model configuration like any depth, so changing it changes the model's identity; bump :attr:`version` too."""
     packable: ClassVar[bool] = True
     """Whether the encoding's hooks run under :func:`torch.func.vmap`, so that several seeds can be trained as one
-    batched model (:mod:`pebench.packing`); False: its seeds are trained one by one."""
+    batched model (:mod:`pebench.engine.packing`); False: its seeds are trained one by one."""
     bias_shared_by_layers: ClassVar[bool] = False
     """Whether :meth:`attn_bias` is the same in every layer of one forward pass (it ignores ``q``, ``k`` and
     ``layer``): the model then calls it in the first layer only and reuses the result (ALiBi, T5's shared table,

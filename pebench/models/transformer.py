@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from pebench.encodings.base import PositionalEncoding
 from pebench.errors import ConfigError
+from pebench.options import flag
 
 
 @dataclass(frozen=True)
@@ -28,16 +29,16 @@ class ModelConfig:
     returns one), the token embeddings (initialised N(0, 0.02²)) are first multiplied by √d_model, as Vaswani et al.
     2017 (§3.4) do, so tokens and positions start at comparable sizes. Without it a fixed absolute encoding's
     entries of size ~1 are ~50x the token signal at d_model 128: sinusoidal, binary_norm and decimal_norm stayed at
-    chance on k_back for 200+ steps; with it they reach 100%, 100% and 20% at 200 steps (measured at the defaults).
-    Encodings that add no vector are left unscaled: scaling only enlarges the residual stream against the blocks'
-    outputs there, and it cost RoPE the passkey task (exact match 0.88 -> 0.004 at 600 steps, measured). It is part
-    of the config, so results with and without it are never mixed.
+    chance on k_back for 200+ steps; with it they leave chance within 200 steps. Encodings that add no vector are
+    left unscaled: scaling only enlarges the residual stream against the blocks' outputs there, and it cost RoPE the
+    passkey task (docs/defaults.md, "Token embedding scale (scale_embeddings)"). It is part of the config, so results
+    with and without it are never mixed.
     """
 
     vocab_size: int
-    d_model: int = 128
+    d_model: int = field(default=128, metadata=flag("model width", scopes=("sizes",)))
     n_layers: int = 2
-    n_heads: int = 4
+    n_heads: int = field(default=4, metadata=flag("attention heads", name="heads", scopes=("sizes",)))
     dropout: float = 0.0
     ffn_hidden: int = 0
     norm_eps: float = 1e-5

@@ -9,6 +9,8 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
+from pebench.analysis.sweeps import one_point
+from pebench.case import point_of
 from pebench.errors import PebenchError
 from pebench.report import attn, charts, header, views
 from pebench.report.findings import findings_view
@@ -38,12 +40,13 @@ def _check_run(run: int | str | None) -> int | str:
 
 def select(df: pd.DataFrame, run_ids: list[int], run: int | str) -> tuple[pd.DataFrame, list[int]]:
     """The rows to show and the run ids they come from. ``all``: the latest result of every (encoding, task,
-    train length, eval length, seed) across runs; otherwise the rows of the one resolved run."""
+    train length, eval length, seed, sweep point) across runs; otherwise the rows of the one resolved run."""
     if run == "all":
         if df.empty:
             return df, []
-        key = ["encoding", "task", "train_length", "eval_length", "seed"]
-        sel = df.sort_values("id").drop_duplicates(key, keep="last")
+        key = ["encoding", "task", "train_length", "eval_length", "seed", "point"]  # the sweep point too
+        sel = df.assign(point=df["case_id"].map(point_of)).sort_values("id").drop_duplicates(key, keep="last")
+        sel = sel.drop(columns="point")
         return sel, sorted(int(r) for r in sel["run_id"].unique())
     return df[df["run_id"].isin(run_ids)], run_ids
 
@@ -60,8 +63,8 @@ def previous_comparable(df: pd.DataFrame, sel: pd.DataFrame) -> pd.DataFrame:
     return earlier[earlier["run_id"] == latest]
 
 
-def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, Any]:
-    """Everything the template needs, from the database at ``db_url``."""
+def build_context(db_url: str, run: int | str | None = "latest", point: str | None = None) -> dict[str, Any]:
+    """Everything the template needs, from the database at ``db_url`` (one sweep point of it, :func:`one_point`)."""
     choice = _check_run(run)
     engine = open_db(db_url, create=False)
     try:
@@ -71,6 +74,7 @@ def build_context(db_url: str, run: int | str | None = "latest") -> dict[str, An
         if choice != "all" and (runs or choice not in ("latest", "previous")):
             run_ids = [resolve_run_id(engine, choice)]
         sel, shown_runs = select(df, run_ids, choice)
+        sel = one_point(sel, point)
         if choice != "all":
             shown_runs = run_ids
         run_rows = [r for r in runs if r["id"] in set(shown_runs)]

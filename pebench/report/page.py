@@ -42,8 +42,10 @@ def render_html(context: Mapping[str, Any]) -> str:
     return _environment().get_template("leaderboard.html").render(**context)
 
 
-def render_report(db_url: str, output: str | os.PathLike[str], run: int | str | None = "latest") -> RenderInfo:
-    """Render the leaderboard of ``run`` (an id, ``latest``, ``previous`` or ``all``) in ``db_url`` to ``output``.
+def render_report(db_url: str, output: str | os.PathLike[str], run: int | str | None = "latest",
+                  point: str | None = None) -> RenderInfo:  # fmt: skip
+    """Render the leaderboard of ``run`` (an id, ``latest``, ``previous`` or ``all``; with a sweep, of its ``point``)
+    in ``db_url`` to ``output``.
 
     The file is written to a temporary name beside ``output`` and renamed, so a failure never leaves half a page.
     """
@@ -53,7 +55,7 @@ def render_report(db_url: str, output: str | os.PathLike[str], run: int | str | 
         raise ReportError(f"-o {str(output)!r} is a directory; give a file name such as leaderboard.html")
     if not out.parent.resolve().is_dir():
         raise ReportError(f"-o {str(output)!r}: directory {out.parent.resolve()} does not exist")
-    context = build_context(db_url, run)
+    context = build_context(db_url, run, point)
     html = render_html(context)
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     tmp.write_text(html, encoding="utf-8")

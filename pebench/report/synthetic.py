@@ -94,7 +94,7 @@ def validation(point: dict[str, Any], metric: str, higher_is_better: bool, encod
 
 
 def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list[dict[str, Any]]:
-    """One record per (encoding, task, length, seed), shaped like :meth:`pebench.runner.Runner.run`'s."""
+    """One record per (encoding, task, length, seed), shaped like :meth:`pebench.engine.runner.Runner.run`'s."""
     rng = np.random.default_rng(rng_seed)
     out = []
     for enc in spec.encodings:

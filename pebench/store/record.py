@@ -22,7 +22,7 @@ class ResultRecord:
     """One case's result. ``metrics`` holds ``splits`` (per evaluation split: loss, accuracies, perplexity), and for
     the training-length case the ``attention`` snapshot (:mod:`pebench.store.attention`); ``curve`` is the learning
     curve of the model, a list of ``{"step", "loss", "accuracy"}`` with, where measured, the validation values
-    ``val_<metric>_1x`` and ``val_<metric>_2x`` (:class:`pebench.evaluation.Validation`; stored as ``val_1x`` and
+    ``val_<metric>_1x`` and ``val_<metric>_2x`` (:class:`pebench.engine.evaluation.Validation`; stored as ``val_1x`` and
     ``val_2x``, see :func:`curve_row` and :func:`curve_point`)."""
 
     case_id: str

@@ -2,7 +2,7 @@
 
 A result is reusable for a new case when an earlier ``ok`` result has the same encoding, task, seed, train and
 evaluation length, configuration hash (which covers every setting but the seed and length), code version (a hash of
-the source files that affect training, :func:`pebench.runner.code_version`), encoding and task versions, and was
+the source files that affect training, :func:`pebench.engine.runner.code_version`), encoding and task versions, and was
 computed on the same device type (cpu / cuda / mps: their numbers differ). The newest such result is copied into
 the current run as a new row with ``model_reused`` set and ``reused_from`` = the id of the result that was actually
 computed (a copy of a copy points at the original).
@@ -36,7 +36,8 @@ MATCH_FIELDS = (
 
 
 class ReuseLookup:
-    """Callable for :class:`pebench.runner.Runner`'s ``reuse`` hook: ``lookup(record)`` -> copied record or None."""
+    """Callable for :class:`pebench.engine.runner.Runner`'s ``reuse`` hook: ``lookup(record)`` -> copied record or
+    None."""
 
     def __init__(self, url: str, device_type: str) -> None:
         self.url = url

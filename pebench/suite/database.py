@@ -10,7 +10,7 @@ created, none upgraded, and no directory left behind (:func:`leave_no_benchmark_
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -20,10 +20,8 @@ from pebench.errors import DatabaseError, PebenchError
 from pebench.hashing import config_hash
 from pebench.store.database import check_db, open_db
 from pebench.store.lifecycle import comparable_run, resolve_run_id
+from pebench.suite.state import SuiteState
 from pebench.suite.writer import ResultWriter
-
-if TYPE_CHECKING:
-    from pebench.suite.plugin import SuiteState
 
 WORKER_BASELINE_KEY = "pebench_baseline_run"
 NO_CASE_OPTIONS = ("collectonly", "setupplan", "setuponly", "showfixtures", "show_fixtures_per_test")
@@ -67,7 +65,7 @@ def open_database(config: pytest.Config, state: SuiteState) -> None:
         return
     engine = open_db(state.db_url)
     config.add_cleanup(engine.dispose)
-    config.pluginmanager.register(ResultWriter(config, state.settings, engine, state.db_url), "pebench-result-writer")
+    config.pluginmanager.register(ResultWriter(config, state, engine), "pebench-result-writer")
     if found.kind == "behind":
         state.baseline = baseline(config, state)
 

@@ -1,5 +1,5 @@
 """The suite's pytest wiring: command-line options, one parametrized case per (encoding, task, length, seed), one
-:class:`~pebench.runner.Runner` per process held in a typed :class:`SuiteState`, and the results database.
+:class:`~pebench.engine.runner.Runner` per process held in a typed :class:`SuiteState`, and the results database.
 
 ``suite/conftest.py`` imports this module, so the options exist when the suite is collected (``pytest suite``); an
 installed pebench gets it through its ``pytest11`` entry point (:mod:`pebench.suite.autoload`, ``pytest --pyargs
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +32,19 @@ import torch
 from pebench import encodings, plugins, tasks
 from pebench.analysis.compare import Baseline
 from pebench.case import Case
-from pebench.device import pick_device
+from pebench.engine.device import pick_device
+from pebench.engine.runner import Runner
+from pebench.engine.settings import FLAGS, Settings, add_flags, dests, tolerances
+from pebench.engine.sweep import Sweep
 from pebench.errors import PebenchError
-from pebench.metrics import Tolerances
 from pebench.options import parse_assignments
 from pebench.plugins import INI_OPTION
 from pebench.registry import parse_names
-from pebench.runner import Runner
-from pebench.settings import FLAGS, TOLERANCE_FLAGS, Settings, add_flags, tolerances
 from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 from pebench.suite.database import baseline, dry_run, is_worker, leave_no_benchmark_storage, open_database
-from pebench.suite.sharding import Shard, parse_shard
+from pebench.suite.sharding import parse_shard
+from pebench.suite.state import STATE, SuiteState
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
 
 __all__ = [
@@ -64,43 +64,15 @@ __all__ = [
     "pytest_xdist_make_scheduler",
 ]
 
-SUITE_FLAGS = ("db", "tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples",
-               "val_batches", "pack", "precision", "stop", "device", "pebench_plugins", "encoding", "task",
-               "encoding_options", "task_options", "cache_dir", "no_cache", "report", "shard", "executor",
-               "ray_address", "timing_table")
-REGRESSION_FLAGS = ("reuse", "baseline", *TOLERANCE_FLAGS, "deterministic")  # fmt: skip
-
-
-@dataclass
-class SuiteState:
-    """What the session decided before collection: validated settings, the selected names, the one runner of this
-    process, the database URL, the tolerances and the baseline (None without ``--baseline``)."""
-
-    settings: Settings
-    encodings: list[str]
-    tasks: list[str]
-    runner: Runner
-    db_url: str
-    tolerances: Tolerances
-    baseline: Baseline | None = None
-    shard: Shard | None = None
-    shard_models: list[tuple[str, str]] = field(default_factory=list)
-    seeds: SeedPlan = field(default_factory=SeedPlan)
-    adaptive: AdaptiveSeeds | None = None
-    executor_summary: str = ""
-
-
-STATE = pytest.StashKey[SuiteState]()
-
 
 MARKERS = ("full: cases of the full tier (run with -m full or --tier full)",
            "quick: cases of the quick tier (the default)")  # fmt: skip
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, SUITE_FLAGS)
+    add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, dests("suite"))
     parser.addini(INI_OPTION, "plugins to import, as --plugin (paths relative to this file)", type="args", default=[])
-    add_flags(parser.getgroup("pebench-regression", "pebench regression runs").addoption, REGRESSION_FLAGS,
+    add_flags(parser.getgroup("pebench-regression", "pebench regression runs").addoption, dests("regression"),
               tolerance={"help": FLAGS["tolerance"].help + ", for --baseline"},
               ppl_tolerance={"help": FLAGS["ppl_tolerance"].help + ", for --baseline"})  # fmt: skip
 
@@ -125,15 +97,12 @@ def _named_options(config: pytest.Config, option: str, registry: Any) -> dict[st
     return out
 
 
-def _settings(config: pytest.Config) -> Settings:
+def _settings(config: pytest.Config, plan: SeedPlan) -> Settings:
     cache = None
     if not config.getoption("no_cache"):
         cache = Path(config.getoption("cache_dir") or Path(config.rootpath) / ".pebench_cache")
-    plan = SeedPlan.parse(config.getoption("seeds"))
     settings = Settings(
-        **{name: config.getoption(name) for name in
-           ("steps", "batch_size", "lr", "precision", "stop", "val_batches", "d_model", "n_layers", "n_heads",
-            "eval_samples", "device")},
+        **{name: config.getoption(name) for name in dests("setting")},
         cache_dir=cache,
         pack_seeds=Settings.packed_seeds(config.getoption("pack"), 1 if plan.auto else plan.count,
                                          config.getoption("device")),
@@ -169,7 +138,7 @@ def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
     except PebenchError:
         raise
     except (ValueError, TypeError, AssertionError, RuntimeError) as err:
-        s = state.settings
+        s = state.runner.at(case.point).settings
         raise PebenchError(
             f"encoding {case.encoding} cannot be built with --d-model {s.d_model} --heads {s.n_heads} (head dim "
             f"{s.d_model // s.n_heads}): {err}"
@@ -201,16 +170,18 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.getoption("deterministic"):
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
             torch.use_deterministic_algorithms(True)
-        settings = _settings(config)
+        plan = SeedPlan.parse(config.getoption("seeds"))
+        settings = _settings(config, plan)
+        sweep = Sweep.parse(config.getoption("sweep"))
         state = SuiteState(
             settings=settings,
             encodings=_names(config, "encoding", encodings),
             tasks=_names(config, "task", tasks),
-            runner=Runner(settings),
+            runner=Runner(settings, sweep=sweep),
             db_url=resolve_url(config.getoption("db"), Path(config.rootpath)),
             tolerances=tolerances(config.getoption("tolerance"), config.getoption("ppl_tolerance")),
             shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
-            seeds=SeedPlan.parse(config.getoption("seeds")),
+            seeds=plan,
         )
         if state.seeds.auto:
             if config.getoption("executor") == "ray" or state.shard is not None or is_worker(config) or \
@@ -218,15 +189,20 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise PebenchError(f"--seeds {state.seeds} adds seeds in order, each after the lower seeds of its "
                                    "task: run it in one process (no -n, --shard or --executor ray), or give a "
                                    "number of seeds")  # fmt: skip
+            if sweep:
+                raise PebenchError(f"--seeds {state.seeds} decides seeds per (encoding, task), not per sweep point: "
+                                   "give a number of seeds with --sweep")  # fmt: skip
             state.adaptive = AdaptiveSeeds(state.seeds)
-        # options are validated by building each selected encoding and task once, and every length to be collected
-        # is checked against the task's options (e.g. k_back:k=1000 makes length 64 impossible)
+        # options are validated by building each selected encoding and task once (at every sweep point), and every
+        # length to be collected is checked against the task's options (e.g. k_back:k=1000 makes length 64
+        # impossible)
         for task_name in state.tasks:
-            task = state.runner.task(task_name)
-            for length in collected_lengths(config, task):
-                task.check_length(length)
             for enc_name in state.encodings:
-                _describe(state, Case(enc_name, task_name, task.train_length))
+                for point in sweep.points(enc_name, task_name):
+                    task = state.runner.at(point).task(task_name)
+                    for length in collected_lengths(config, task):
+                        task.check_length(length)
+                    _describe(state, Case(enc_name, task_name, task.train_length, point=point))
         parallel = getattr(config.option, "numprocesses", None) or is_worker(config)
         if config.getoption("executor") == "ray" and parallel:
             raise PebenchError("--executor ray trains on Ray workers; do not combine it with -n (pytest-xdist)")
@@ -237,15 +213,15 @@ def pytest_configure(config: pytest.Config) -> None:
             open_database(config, state)
         config.stash[STATE] = state
         if not is_worker(config):
-            config.pluginmanager.register(RunSummary(state.baseline), "pebench-run-summary")
+            config.pluginmanager.register(RunSummary(state), "pebench-run-summary")
     except PebenchError as err:
         raise pytest.UsageError(str(err)) from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """One case per (encoding, task, length, seed). An encoding that needs task annotations its task does not
-    provide (:meth:`pebench.runner.Runner.not_applicable`) gives skipped cases with the one-line reason: they write no
-    result, train nothing, and leave a selection of only such cases a passing run of skips."""
+    provide (:meth:`pebench.engine.runner.Runner.not_applicable`) gives skipped cases with the one-line reason: they
+    write no result, train nothing, and leave a selection of only such cases a passing run of skips."""
     if "pebench_case" not in metafunc.fixturenames:
         return
     state = metafunc.config.stash[STATE]
@@ -253,18 +229,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for enc_name in state.encodings:
         for task_name in state.tasks:
-            task = state.runner.task(task_name)
-            quick = set(task.eval_lengths("quick"))
             reason = state.runner.not_applicable(enc_name, task_name)
-            for length in collected_lengths(metafunc.config, task):
-                for seed in range(seeds):
-                    case = Case(enc_name, task_name, length, seed)
-                    marks = [pytest.mark.full]
-                    if reason is not None:
-                        marks.append(pytest.mark.skip(reason=reason))
-                    if length in quick:
-                        marks.append(pytest.mark.quick)
-                    params.append(pytest.param(case, id=case.test_id(seeded=seeds > 1), marks=marks))
+            for point in state.runner.sweep.points(enc_name, task_name):
+                task = state.runner.at(point).task(task_name)
+                quick = set(task.eval_lengths("quick"))
+                for length in collected_lengths(metafunc.config, task):
+                    for seed in range(seeds):
+                        case = Case(enc_name, task_name, length, seed, point)
+                        marks = [pytest.mark.full]
+                        if reason is not None:
+                            marks.append(pytest.mark.skip(reason=reason))
+                        if length in quick:
+                            marks.append(pytest.mark.quick)
+                        params.append(pytest.param(case, id=case.test_id(seeded=seeds > 1), marks=marks))
     if state.seeds.auto:  # seed-major: every lower seed of a task runs before a higher one is decided
         params.sort(key=lambda p: p.values[0].seed)
     metafunc.parametrize("pebench_case", params)
@@ -300,17 +277,10 @@ def _runnable(state: SuiteState, case: Case | None) -> bool:
 
 def _shard_items(state: SuiteState, items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item]]:
     """(this shard's items, the others) of ``items``, split by model (see :mod:`pebench.suite.sharding`)."""
-    from pebench.suite.sharding import assign, model_costs
-
-    s, runner = state.settings, state.runner
-
-    def cost(task_name: str, length: int, seed: int) -> tuple[float, float]:
-        task = runner.task(task_name)
-        train = 3.0 * s.train_config(task).steps * s.batch_size * task.tokens(task.train_range[1])
-        return train, float(s.eval_samples * task.tokens(length) * len(task.eval_splits))
+    from pebench.suite.sharding import assign, case_costs
 
     cases = [c for c in map(_case_of, items) if _runnable(state, c)]
-    shards = assign(model_costs(((c.encoding, c.task, c.length, c.seed) for c in cases), cost), state.shard.count)
+    shards = assign(case_costs(state.runner, cases), state.shard.count)
     mine, other = [], []
     for item in items:
         case = _case_of(item)

@@ -3,9 +3,9 @@
 After collection, the controller lists the models of the selected cases (one per encoding, task, seed and config)
 whose checkpoint is not in the cache yet, and submits one Ray task per model to a local Ray instance (started for
 the session) or to the cluster at ``--ray-address`` (e.g. ``ray://head:10001`` or ``auto``). Each task builds the
-model with the session's settings, trains it exactly as :meth:`pebench.runner.Runner.model_for` would locally (same
-seed, same data stream; on the CPU with the controller's thread count, so the numbers are the same), and returns the
-checkpoint as bytes through Ray's object store, so the workers need no shared filesystem. The controller writes each
+model with the session's settings, trains it exactly as :meth:`pebench.engine.runner.Runner.model_for` would locally
+(same seed, same data stream; on the CPU with the controller's thread count, so the numbers are the same), and returns
+the checkpoint as bytes through Ray's object store, so the workers need no shared filesystem. The controller writes each
 checkpoint into the cache; the cases then load it, evaluate and write the database as in a local run.
 
 Resources: a quarter of a GPU per task (``num_gpus`` = 0.25, so four small models share a GPU) when the cluster has
@@ -22,7 +22,6 @@ the session's plugins (a ``--plugin`` file by its absolute path, so on a cluster
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -33,10 +32,10 @@ import torch
 
 from pebench import plugins
 from pebench.case import Case
-from pebench.checkpoints import CheckpointStore
+from pebench.engine.checkpoints import CheckpointStore
+from pebench.engine.runner import Runner
+from pebench.engine.settings import Settings
 from pebench.errors import PebenchError
-from pebench.runner import Runner
-from pebench.settings import Settings
 
 MAX_RETRIES = 3
 
@@ -80,8 +79,7 @@ def train_models(runner: Runner, cases: Iterable[Case], address: str | None, mod
     Failures are recorded in ``runner.failed_models``."""
     ray = _import_ray()
     start = time.perf_counter()
-    if runner.settings.cache_dir is None:  # --no-cache: a cache for this session only
-        runner.settings.cache_dir = Path(tempfile.mkdtemp(prefix="pebench-ray-"))
+    runner.session_cache()  # --no-cache: a cache for this session only, where the workers' checkpoints land
     todo: dict[str, tuple[Case, dict[str, Any], Path]] = {}
     seen: set[str] = set()
     out = RayRun(address=address or "local")
@@ -113,11 +111,12 @@ def train_models(runner: Runner, cases: Iterable[Case], address: str | None, mod
         # run) and reserves as many CPUs, so tasks never oversubscribe a node
         resources = {"num_gpus": 1.0 / models_per_gpu} if gpus else {"num_cpus": threads}
         task = ray.remote(max_retries=MAX_RETRIES, **resources)(train_to_bytes)
-        settings = replace(runner.settings, cache_dir=None, progress=False)
-        if gpus:
-            settings = replace(settings, device="cuda")
+        def settings(case: Case) -> Settings:  # the settings of the case's sweep point
+            s = replace(runner.at(case.point).settings, cache_dir=None, progress=False)
+            return replace(s, device="cuda") if gpus else s
+
         specs = tuple(p.reload_spec for p in plugins.loaded())
-        refs = {task.remote(settings, case, config, threads, specs): key
+        refs = {task.remote(settings(case), case, config, threads, specs): key
                 for key, (case, config, _) in todo.items()}  # fmt: skip
         pending = list(refs)
         while pending:

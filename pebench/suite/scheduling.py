@@ -8,7 +8,8 @@ so grouping does not depend on xdist's ``xdist_group`` marks, which pytest 9.2 n
 by rewriting ``item._nodeid``, while pytest 9.2 builds ``nodeid`` from ``item._id``).
 
 Independently of the scheduler, a model with a checkpoint directory is trained under a file lock beside its
-checkpoint (:meth:`pebench.runner.Runner.model_for`), so a second process that needs the same model waits and loads it.
+checkpoint (:meth:`pebench.engine.runner.Runner.model_for`), so a second process that needs the same model waits and
+loads it.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import re
 from xdist.scheduler import LoadScopeScheduling
 
 from pebench.case import Case
-from pebench.settings import Settings
-from pebench.suite.adaptive import SeedPlan
+from pebench.suite.state import STATE
 
 _PARAM = re.compile(r"\[([^\[\]]+)\]$")
 
@@ -44,8 +44,4 @@ class ModelScheduling(LoadScopeScheduling):
     """xdist's scope scheduling with one scope per model (see the module docstring)."""
 
     def _split_scope(self, nodeid: str) -> str:
-        config = self.config
-        plan = SeedPlan.parse(config.getoption("seeds"))
-        packed = Settings.packed_seeds(config.getoption("pack"), 1 if plan.auto else plan.count,
-                                       config.getoption("device"))  # fmt: skip
-        return model_of(nodeid, seeds_together=packed > 1)
+        return model_of(nodeid, seeds_together=self.config.stash[STATE].settings.pack_seeds > 1)

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
+from pebench.case import Case
+from pebench.engine.runner import Runner
 from pebench.errors import PebenchError
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -55,11 +57,12 @@ def assign(costs: dict[tuple[str, str], float], count: int) -> dict[tuple[str, s
     return out
 
 
-def model_costs(cases: Iterable[tuple[str, str, int, int]], cost: Callable[[str, int, int], tuple[float, float]],
-                ) -> dict[tuple[str, str], float]:  # fmt: skip
-    """Cost per (encoding, task) of ``cases`` (encoding, task, length, seed); ``cost(task, length, seed)`` gives
-    (training cost of the model, evaluation cost of the length)."""
-    train: dict[tuple[str, str, int], float] = {}
+def model_costs(cases: Iterable[tuple[str, str, int, Hashable]],
+                cost: Callable[[str, int, Hashable], tuple[float, float]]) -> dict[tuple[str, str], float]:  # fmt: skip
+    """Cost per (encoding, task) of ``cases`` (encoding, task, length, seed: the seed, or anything that tells the
+    models of one (encoding, task) apart); ``cost(task, length, seed)`` gives (training cost of the model, evaluation
+    cost of the length)."""
+    train: dict[tuple[str, str, Hashable], float] = {}
     total: dict[tuple[str, str], float] = defaultdict(float)
     for enc, task, length, seed in cases:
         train_cost, eval_cost = cost(task, length, seed)
@@ -68,3 +71,17 @@ def model_costs(cases: Iterable[tuple[str, str, int, int]], cost: Callable[[str,
             total[(enc, task)] += train_cost
         total[(enc, task)] += eval_cost
     return dict(total)
+
+
+def case_costs(runner: Runner, cases: Iterable[Case]) -> dict[tuple[str, str], float]:
+    """The expected cost of each model (encoding, task) of ``cases`` with the settings of ``runner`` at each case's
+    sweep point, by the formula of the module docstring (all points of an (encoding, task) go to one shard)."""
+
+    def cost(task_name: str, length: int, model: Hashable) -> tuple[float, float]:
+        point, _ = model  # type: ignore[misc]
+        r = runner.at(point)
+        s, task = r.settings, r.task(task_name)
+        train = 3.0 * s.train_config(task).steps * s.batch_size * task.tokens(task.train_range[1])
+        return train, float(s.eval_samples * task.tokens(length) * len(task.eval_splits))
+
+    return model_costs(((c.encoding, c.task, c.length, (c.point, c.seed)) for c in cases), cost)

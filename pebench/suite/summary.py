@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from pebench import metrics
 from pebench.analysis import noise, reach, scoring
+from pebench.case import by_point
 from pebench.status import ResultStatus
 from pebench.store.record import ResultRecord
 
@@ -33,12 +34,14 @@ def _norm(r: ResultRecord, m: metrics.Metric) -> float | None:
 
 
 def score_tables(records: Iterable[ResultRecord]) -> list[str]:
-    """The lines of one table per (task, training length) of ``records``."""
-    by_task: dict[tuple[str, int], list[ResultRecord]] = defaultdict(list)
+    """The lines of one table per (task, training length, sweep point) of ``records``."""
+    per_task: dict[tuple[str, int], list[ResultRecord]] = defaultdict(list)
     for r in records:
-        by_task[(r.task, r.train_length)].append(r)
+        per_task[(r.task, r.train_length)].append(r)
+    by_task = {(task, train_length, point): recs for (task, train_length), all_recs in per_task.items()
+               for point, recs in by_point(all_recs, lambda r: r.case_id).items()}  # fmt: skip
     lines: list[str] = []
-    for (task, train_length), recs in sorted(by_task.items()):
+    for (task, train_length, point), recs in sorted(by_task.items()):
         m = metrics.of_result(recs[0].metric, recs[0].higher_is_better)
         chance = recs[0].chance_level
         lengths = sorted({r.eval_length for r in recs})
@@ -61,7 +64,8 @@ def score_tables(records: Iterable[ResultRecord]) -> list[str]:
             best[L] = encodings[flags.index(True)] if any(flags) and sum(shown) == 1 else None
         chance_text = "" if chance is None else f", chance {m.display(chance):.3g}{'%' if m.percent else ''}"
         direction = "higher" if m.higher_is_better else "lower"
-        lines.append(f"{task} (train length {train_length}): {m.unit}, {direction} is better{chance_text}")
+        at = f", at {point}" if point else ""
+        lines.append(f"{task} (train length {train_length}{at}): {m.unit}, {direction} is better{chance_text}")
 
         far = {e: reach.reach({L: [_norm(r, m) for r in recs if r.encoding == e and r.eval_length == L]
                                for L in lengths}, train_length).text for e in encodings}  # fmt: skip

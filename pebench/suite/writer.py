@@ -5,31 +5,32 @@ with the reused results and the baseline regressions, which cases hand over as s
 
 A result that cannot be written is never a passed case: the record is written before any other plugin sees the
 report, and when the write fails the report becomes a failure with one line saying why (:meth:`ResultWriter.
-unwritten`), and the run ends ``failed``. The trained model's checkpoint was saved before (:mod:`pebench.runner`), so
-a rerun loads it instead of training again."""
+unwritten`), and the run ends ``failed``. The trained model's checkpoint was saved before
+(:mod:`pebench.engine.runner`), so a rerun loads it instead of training again."""
 
 from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 from sqlalchemy.exc import SQLAlchemyError
 
-from pebench.analysis.compare import Baseline, Regression
-from pebench.case import Case
-from pebench.device import pick_device
+from pebench.analysis.compare import Regression
+from pebench.case import Case, point_of
+from pebench.engine.device import pick_device
+from pebench.engine.settings import dests
 from pebench.errors import PebenchError
 from pebench.plugins import load_entry_points, loaded
-from pebench.provenance import run_info
-from pebench.settings import Settings
 from pebench.status import RunStatus
 from pebench.store.database import add_result, error_line, finish_run, mask_secrets, safe_url, start_run
 from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
+from pebench.store.provenance import run_info
 from pebench.store.record import ResultRecord
-from pebench.suite.adaptive import SeedPlan
+from pebench.suite.state import SuiteState
 from pebench.suite.summary import case_score, score_tables
 
 RESULT_PROPERTY = "pebench_result"
@@ -37,23 +38,18 @@ RESULT_PROPERTY = "pebench_result"
 REGRESSION_PROPERTY = "pebench_regression"
 """``record_property`` name of a case's :class:`Regression` against the baseline (JSON)."""
 
-RUN_OPTIONS = ("tier", "steps", "seeds", "d_model", "n_layers", "n_heads", "batch_size", "lr", "eval_samples", "device",
-               "pack", "precision", "stop", "encoding", "task", "encoding_options", "task_options", "no_cache", "reuse",
-               "baseline", "tolerance", "ppl_tolerance", "deterministic", "shard", "executor")  # fmt: skip
-"""Options stored with each run (as ``runs.options``)."""
-
 
 def properties(report: pytest.TestReport, name: str) -> list[str]:
     return [value for key, value in report.user_properties if key == name]
 
 
-def run_options(config: pytest.Config, baseline: Baseline | None) -> dict[str, Any]:
-    """The run's options as stored with it."""
-    opts = {n: config.getoption(n) for n in RUN_OPTIONS}
-    plan = SeedPlan.parse(opts["seeds"])
-    opts["seeds"] = str(plan) if plan.auto else plan.count
+def run_options(config: pytest.Config, state: SuiteState) -> dict[str, Any]:
+    """The run's options as stored with it: those of the flags whose scope is ``run``
+    (:func:`pebench.engine.settings.dests`), and what the session made of them."""
+    opts = {n: config.getoption(n) for n in dests("run")}
+    opts["seeds"] = str(state.seeds) if state.seeds.auto else state.seeds.count
     opts["torch_deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
-    opts["baseline_run"] = baseline.run_id if baseline is not None else None
+    opts["baseline_run"] = state.baseline.run_id if state.baseline is not None else None
     opts["keyword"] = config.option.keyword
     opts["markexpr"] = config.option.markexpr
     opts["numprocesses"] = getattr(config.option, "numprocesses", None)
@@ -89,11 +85,12 @@ class Heartbeat:
 class ResultWriter:
     """Writes each case's record to the database as its report arrives (reporting process only)."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, engine: Any, url: str) -> None:
+    def __init__(self, config: pytest.Config, state: SuiteState, engine: Any) -> None:
         self.config = config
-        self.settings = settings
+        self.state = state
+        self.settings = state.settings
         self.engine = engine
-        self.url = url
+        self.url = state.db_url
         self.run_id: int | None = None
         self.heartbeat: Heartbeat | None = None
         self.statuses: dict[str, int] = {}
@@ -121,10 +118,7 @@ class ResultWriter:
 
     def write(self, record: ResultRecord) -> None:
         if self.run_id is None:
-            from pebench.suite.plugin import STATE
-
-            baseline = self.config.stash[STATE].baseline
-            info = run_info(pick_device(self.settings.device), run_options(self.config, baseline),
+            info = run_info(pick_device(self.settings.device), run_options(self.config, self.state),
                             self.config.getoption("tier"), mask_secrets(" ".join(sys.argv)))  # fmt: skip
             mark_interrupted(self.engine)
             self.run_id = start_run(self.engine, info)
@@ -172,11 +166,17 @@ class ResultWriter:
             return
         from pebench.report.page import render_report
 
-        try:
-            info = render_report(self.url, path, self.run_id)
-            self.report_line = f"leaderboard -> {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.seconds:.2f} s)"
-        except PebenchError as err:
-            self.report_line = f"leaderboard not written: {err}"
+        points = sorted({p for p in (point_of(r.case_id) for r in self.records) if p})
+        pages = [(path, None)] if len(points) <= 1 else \
+            [(str(Path(path).with_name(f"{Path(path).stem}-{p}{Path(path).suffix}")), p) for p in points]  # fmt: skip
+        lines = []
+        for page, point in pages:  # a sweep: one page per point (a page never ranks two points together)
+            try:
+                info = render_report(self.url, page, self.run_id, point)
+                lines.append(f"leaderboard -> {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.seconds:.2f} s)")
+            except PebenchError as err:
+                lines.append(f"leaderboard not written: {err}")
+        self.report_line = "\n".join(lines)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         for line in self.not_written:
@@ -191,16 +191,15 @@ class ResultWriter:
                                     "when within it)")
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {safe_url(self.url)}")
         if self.report_line:
-            terminalreporter.write_line(self.report_line)
+            for line in self.report_line.splitlines():
+                terminalreporter.write_line(line)
         else:
             db = f" --db '{safe_url(self.url)}'" if "://" in self.url else ""
             terminalreporter.write_line(f"leaderboard: pebench report{db} --run {self.run_id} -o leaderboard.html")
-        from pebench.suite.plugin import STATE
-
-        state = config.stash.get(STATE, None)
-        if state is not None and state.executor_summary:
+        state = self.state
+        if state.executor_summary:
             terminalreporter.write_line(state.executor_summary)
-        if state is not None and state.shard is not None:
+        if state.shard is not None:
             terminalreporter.write_line(f"pebench --shard {state.shard}: this run holds one part of the selected "
                                         "cases; join the parts with pebench merge")  # fmt: skip
 
@@ -217,8 +216,8 @@ def report_teststatus(report: pytest.TestReport) -> tuple[str, str, tuple[str, d
 class RunSummary:
     """Counts reused results and collects baseline regressions for the terminal summary (reporting process only)."""
 
-    def __init__(self, baseline: Baseline | None) -> None:
-        self.baseline = baseline
+    def __init__(self, state: SuiteState) -> None:
+        self.state = state
         self.results = 0
         self.reused = 0
         self.regressions: list[Regression] = []
@@ -236,8 +235,9 @@ class RunSummary:
             return
         if config.getoption("reuse"):
             terminalreporter.write_line(f"pebench --reuse: {self.reused} of {self.results} results copied")
-        if self.baseline is not None:
-            several = SeedPlan.parse(config.getoption("seeds")).count > 1
+        baseline = self.state.baseline
+        if baseline is not None:
+            several = self.state.several_seeds
             what = ", ".join(Case.with_seed(r.case_id, r.seed) if several else r.case_id
                              for r in self.regressions) or "none"  # fmt: skip
-            terminalreporter.write_line(f"pebench --baseline run {self.baseline.run_id}: regressed: {what}")
+            terminalreporter.write_line(f"pebench --baseline run {baseline.run_id}: regressed: {what}")

@@ -33,9 +33,10 @@ Lengths: training ``1 .. m``; out of distribution ``m + 1 .. 5m`` (McLeish et al
 ``m``, ``m + 1``, ``2m``, ``4m`` and ``5m``; full tier every length ``1 .. 5m``.
 
 Defaults (version 2): ``train_max=3`` and 2400 steps, so that a core encoding learns the task in distribution at the
-default model (learned absolute positions: exact match 1.00 at 3 digits, 0.00 from 4 on; RoPE 0.13). At version 1's
-``train_max=5`` none of them left 0 with 1200 or 2400 steps (learned 0.13 at 4 digits with 2400) while Abacus
-reached 0.92 at 5 digits with 1200 steps (docs/defaults.md). McLeish et al.'s protocol is
+default model (learned absolute positions do; no core encoding gets a longer sum right). At version 1's
+``train_max=5`` none of them left 0 with 1200 or 2400 steps (learned positions only partly at ``train_max=4`` with
+2400), while Abacus learned it with 1200 steps (docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)").
+McLeish et al.'s protocol is
 ``--task-options addition:train_max=20`` (with far more steps than a CPU default allows).
 
 Annotations (:data:`~pebench.tasks.base.DIGIT_INDEX` and :data:`~pebench.tasks.base.COUPLED_POSITION`, on every

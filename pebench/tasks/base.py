@@ -117,7 +117,7 @@ class Task:
         return metrics.get(self.metric).higher_is_better
 
     def score(self, result: dict[str, float]) -> float:
-        """The task's metric picked out of an :func:`~pebench.evaluation.evaluate` result."""
+        """The task's metric picked out of an :func:`~pebench.engine.evaluation.evaluate` result."""
         return float(result[metrics.get(self.metric).key])
 
     def tokens(self, length: int) -> int:

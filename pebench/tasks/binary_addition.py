@@ -22,8 +22,9 @@ operand and the sum (the bit's significance plus one, everything being little-en
 ``SEP``. ``001 + 01101``: digit_index ``1 2 3 0 1 2 3 4 5 0 1 ..``, coupled ``2 3 4 1 2 3 4 5 6 1 2 ..``.
 
 Defaults (version 2): training lengths 3..16 (``train_max=16``) and 1200 steps. At the papers' 3..40 every core
-encoding stayed at 0.54-0.57 with 600 steps (chance 1/3) and RoPE reached 0.69 with 2400; at 3..16 and 1200 steps
-sinusoidal reaches 0.93 and RoPE 0.87 (docs/defaults.md). The papers' protocol is
+encoding learned it only partly with 600 steps (chance 1/3), and RoPE not much more with 2400; at 3..16 and 1200
+steps sinusoidal and RoPE learn it in every seed (docs/defaults.md, "What the defaults learn (measured)"). The
+papers' protocol is
 ``--task-options binary_addition:train_max=40``.
 """
 

@@ -21,8 +21,8 @@ Annotations: ``digit_index`` as in :mod:`~pebench.tasks.binary_addition` (every 
 multiplication), which is not implemented here.
 
 Defaults (version 2): training lengths 3..10 (``train_max=10``) and 1200 steps, so that the default model learns the
-task in distribution (one seed, accuracy at 10: NoPE 0.94, sinusoidal 0.86, learned 0.80, RoPE 0.90, ALiBi 0.88;
-docs/defaults.md). At the papers' 3..40 with the global 600 steps RoPE reached 0.55 at 40. The papers' protocol is
+task in distribution (every core encoding does); at the papers' 3..40 with the global 600 steps RoPE did not learn it
+(docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
 ``--task-options binary_multiplication:train_max=40 --steps 600``.
 """
 

@@ -14,8 +14,8 @@ paper. Tokens: ``0``, ``1``, ``SEP = 2``, ``PAD = 3``. Examples (the paper's, wh
 Metric: per-token accuracy over the ``ceil(n / 2)`` output bits; chance level 0.5.
 
 Defaults (version 2): training lengths 1..10 (``train_max=10``) and 1200 steps, so that the default model learns the
-task in distribution (one seed, accuracy at 10: NoPE 0.85, sinusoidal 0.91, learned 0.93, RoPE 0.89, ALiBi 0.78;
-docs/defaults.md). At the papers' 1..40 with the global 600 steps RoPE reached 0.55 at 40. The papers' protocol is
+task in distribution (every core encoding does); at the papers' 1..40 with the global 600 steps RoPE did not learn it
+(docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
 ``--task-options compute_sqrt:train_max=40 --steps 600``.
 """
 

@@ -15,9 +15,9 @@ Length 1 holds no duplicated string (the paper's generator returns a constant pl
 ``n`` from 2..``train_max``. ``P(y = 1) = 1/2`` exactly; chance level 0.5.
 
 Defaults (version 2): training lengths 2..8 (``train_max=8``) and 2400 steps, so that the default model learns the task
-in distribution (one seed, accuracy at 8: NoPE 0.69, sinusoidal 0.93, learned 0.91, RoPE 0.71, ALiBi 0.67;
-docs/defaults.md). At the papers' 2..40 with the global 600 steps RoPE reached 0.54 at 40. The papers' protocol is
-``--task-options missing_duplicate_string:train_max=40 --steps 600``.
+in distribution (sinusoidal and learned positions do; its verdicts move with the thread count); at the papers' 2..40
+with the global 600 steps RoPE did not learn it (docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)").
+The papers' protocol is ``--task-options missing_duplicate_string:train_max=40 --steps 600``.
 """
 
 from __future__ import annotations

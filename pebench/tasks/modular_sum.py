@@ -12,11 +12,11 @@ position ``t`` is the sum of all *previous* tokens,
 
 so ``y_0 = 0`` (the empty sum). Every position is scored. Example: inputs ``[3, 1, 4]`` -> targets ``[0, 3, 4]``.
 
-Defaults (version 2): training length 8 and 1200 steps. At the seed study's length 32 (400 steps, and 1200 steps with
-4 layers) no core encoding rose above 0.21, near chance 0.1 (docs/defaults.md). At 8, three seeds (2026-11-24, one
-thread; accuracy at 8): ALiBi 0.78, 0.86, 0.47, RoPE 0.57, 0.56, 0.59, learned 0.58, 0.75, 0.51, NoPE 0.51, 0.45,
-0.86, sinusoidal 0.44, 0.39, 0.38; seed-to-seed spread sigma 0.11 of the normalised score. The seed study's
-setting is ``--task-options modular_sum:train_length=32 --steps 400``.
+Defaults (version 2): training length 8 and 1200 steps. At the seed study's length 32 no core encoding left chance
+with 400 steps, nor RoPE with 1200 steps and 4 layers. At 8, three seeds (2026-11-24, one thread): RoPE learns it in
+every seed, ALiBi and learned positions in two of three, NoPE in one and sinusoidal in none, with a seed-to-seed
+spread that makes one seed's ranking unreliable (docs/defaults.md, "What the defaults learn (measured)"). The seed
+study's setting is ``--task-options modular_sum:train_length=32 --steps 400``.
 
 Chance level is ``1 / m`` (a predictor uniform over the ``m`` residues). The vocabulary is the ``n_tokens`` input
 tokens; the residues ``0 .. m - 1`` reuse the first ``m`` of them, hence ``m <= n_tokens``.

@@ -11,11 +11,11 @@ answer is the single token ``y = (x_1 + ... + x_n) mod 2``. Tokens: ``0``, ``1``
 With uniform bits, ``P(y = 1) = 1/2`` exactly for every ``n >= 1``: the classes are balanced, chance level 0.5.
 
 Defaults (version 2): training lengths 1..8 (``train_max=8``) and 1200 steps, so that the default model learns the task
-in distribution. Three seeds at the defaults (2026-11-23, accuracy at 8): NoPE 0.96, 0.99, 0.87 (learned in every seed),
-ALiBi 0.48, 1.00, 0.93 (two of three), RoPE 0.48, 0.53, 0.51, learned 0.54-0.57 and sinusoidal 0.53-0.56 (none),
-all single-threaded. With two threads seed 0 gives RoPE and ALiBi 0.99: the thread count changes the float rounding
-of matrix products, and here that decides whether a seed finds the rule (docs/defaults.md). At
-the papers' 1..40 no core encoding left chance with 600-2400 steps (docs/defaults.md). The papers' protocol is
+in distribution. In three single-threaded seeds at the defaults (2026-11-23) NoPE learns it in every seed, ALiBi in
+two of three, RoPE, learned positions and sinusoidal in none. With two threads seed 0 gives RoPE and ALiBi the rule
+too: the thread count changes the float rounding of matrix products, and here that decides whether a seed finds the
+rule. At the papers' 1..40 no core encoding left chance with 600-2400 steps
+(docs/defaults.md, "What the defaults learn (measured)"). The papers' protocol is
 ``--task-options parity:train_max=40``.
 """
 

@@ -27,8 +27,8 @@ paper uses binary strings); the answer is ``x_n .. x_1``. Tokens: ``0``, ``1``, 
 Metric: per-token accuracy over the ``n`` output tokens; chance level 0.5.
 
 ``reverse_string`` defaults (version 2): training lengths 1..10 (``train_max=10``) and 1200 steps, so that the default
-model learns the task in distribution (one seed, accuracy at 10: NoPE 1.00, sinusoidal 1.00, learned 0.95, RoPE 1.00,
-ALiBi 0.94; docs/defaults.md). At the papers' 1..40 with the global 600 steps RoPE reached 0.69 at 40. The papers'
+model learns the task in distribution (every core encoding does); at the papers' 1..40 with the global 600 steps RoPE
+did not learn it (docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)"). The papers'
 protocol is ``--task-options reverse_string:train_max=40 --steps 600``.
 """
 

@@ -19,8 +19,8 @@ Lengths 1 and 2 hold no equation (the paper's generator returns a placeholder th
 over ``0 .. 4``; chance level 1/5.
 
 Defaults (version 2): training lengths 3..6 (``train_max=6``) and 2400 steps, so that the default model learns the task
-in distribution (one seed, accuracy at 6: NoPE 1.00, sinusoidal 1.00, learned 1.00, RoPE 1.00, ALiBi 1.00;
-docs/defaults.md). At the papers' 3..40 with the global 600 steps RoPE reached 0.22 at 40. The papers' protocol is
+in distribution (every core encoding does); at the papers' 3..40 with the global 600 steps RoPE did not learn it
+(docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
 ``--task-options solve_equation:train_max=40 --steps 600``.
 """
 

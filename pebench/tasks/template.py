@@ -22,8 +22,9 @@ first two terms determine ``(a, d)``, no test sequence can occur in training.
 
 Chance level ``1 / (M + 1)`` (uniform over the numbers and ``END``).
 
-Defaults (version 2): 1200 steps at training length 32. With version 1's 600 steps the core encodings stayed at
-0.11-0.27, and at 0.25-0.41 except RoPE (0.89 at 32) with 1200 (docs/defaults.md). Version 1's setting is
+Defaults (version 2): 1200 steps at training length 32. With version 1's 600 steps every core encoding learned it
+only partly; with 1200 RoPE learns it and the other four still only partly
+(docs/defaults.md, "What the defaults learn (measured)"). Version 1's setting is
 ``--steps 600``; the notebook's own model and training are not reproduced (its 71 sequences are replaced, above).
 """
 
@@ -51,7 +52,7 @@ class Template(Task):
     name = "template"
     version = "2"
     description = "continue an arithmetic progression after MID and close it with END; (start, step) held out"
-    default_steps = 1200  # version 2: 600 steps left every core encoding at 0.11-0.27 (docs/defaults.md)
+    default_steps = 1200  # version 2: with 600 steps every core encoding learned it only partly (docs/defaults.md)
     paper = "a published notebook study of positional encodings"
     options = {"n_numbers": Option(100, "numbers M (progressions are modulo M)", type=int, low=3, high=100_000)}
     train_length = 32

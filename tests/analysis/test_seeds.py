@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pebench.analysis.seeds import undecided
+from pebench.engine.runner import Case
 from pebench.errors import PebenchError
-from pebench.runner import Case
 from pebench.store.record import ResultRecord
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 

@@ -69,7 +69,7 @@ def test_bench_tasks_unknown_name_is_one_line(capsys):
 
 
 def test_bench_models_per_hour_prints_the_three_ways_and_a_projection(capsys):
-    code = main(["bench", "--models-per-hour", "--task", "reverse", "--seeds", "2", "--train-steps", "2"])
+    code = main(["bench", "--models-per-hour", "--task", "reverse", "--k", "2", "--train-steps", "2"])
     out = capsys.readouterr().out
     assert code == 0
     from pebench import tasks
@@ -88,8 +88,8 @@ def test_bench_models_per_hour_prints_the_three_ways_and_a_projection(capsys):
 
 def test_bench_several_encodings_against_hf(capsys):
     pytest.importorskip("transformers")
-    code = main(["bench", "--encoding", "alibi,t5", "--seq", "16", "--steps", "1", "--warmup", "0", "--repeats", "1",
-                 "--d-model", "16", "--layers", "1", "--heads", "2"])  # fmt: skip
+    code = main(["bench", "--encoding", "alibi,t5", "--seq", "16", "--timed-steps", "1", "--warmup", "0",
+                 "--repeats", "1", "--d-model", "16", "--layers", "1", "--heads", "2"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
     for name in ("alibi", "t5"):

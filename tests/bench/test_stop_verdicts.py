@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from pebench.bench import stopping
-from pebench.runner import Case, Runner
-from pebench.settings import Settings
+from pebench.engine.runner import Case, Runner
+from pebench.engine.settings import Settings
 
 
 def test_the_stopped_side_is_the_model_a_stop_run_trains(tmp_path):

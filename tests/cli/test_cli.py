@@ -48,8 +48,8 @@ def test_list_encodings_as_a_module():
 
 def test_flags_shared_by_the_suite_and_the_cli_are_declared_once():
     from pebench.cli import build_parser
+    from pebench.engine.settings import FLAGS, Settings
     from pebench.metrics import Tolerances
-    from pebench.settings import FLAGS, Settings
 
     compare = build_parser().parse_args(["compare", "1", "2"])
     assert (compare.tolerance, compare.ppl_tolerance) == (Tolerances().accuracy, Tolerances().perplexity)

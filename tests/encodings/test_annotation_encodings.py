@@ -11,11 +11,11 @@ import torch
 
 from pebench import encodings, tasks
 from pebench.encodings import EncodingContext
+from pebench.engine.packing import packable
+from pebench.engine.runner import Case, Runner
+from pebench.engine.settings import Settings
 from pebench.errors import ConfigError, LengthError, PebenchError
 from pebench.models import ModelConfig, Transformer
-from pebench.packing import packable
-from pebench.runner import Case, Runner
-from pebench.settings import Settings
 from pebench.tasks.base import COUPLED_POSITION, DIGIT_INDEX
 
 D = 16

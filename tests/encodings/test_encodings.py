@@ -382,8 +382,8 @@ def test_default_layers_is_the_depth_unless_layers_is_given():
     wins; other encodings keep the global default. NoPE asks for 6 blocks: it has to derive positions through causal
     attention first (Kazemnejad et al. 2023, Theorem 1: one layer recovers absolute positions from the causal mask),
     then use them (measured in docs/encodings.md)."""
-    from pebench.runner import Case, Runner
-    from pebench.settings import Settings
+    from pebench.engine.runner import Case, Runner
+    from pebench.engine.settings import Settings
 
     assert encodings.get("nope").default_layers == 6 and encodings.get("rope").default_layers is None
     default, explicit = Settings(device="cpu"), Settings(n_layers=3, device="cpu")

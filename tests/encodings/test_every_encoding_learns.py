@@ -20,8 +20,8 @@ import math
 import pytest
 
 from pebench import encodings, tasks
-from pebench.runner import Case, Runner
-from pebench.settings import Settings
+from pebench.engine.runner import Case, Runner
+from pebench.engine.settings import Settings
 
 SLOW_STARTERS = {"sinusoidal", "sininit", "binary_norm", "decimal_norm"}
 COMMON = dict(eval_samples=64, device="cpu", progress=False, val_batches=0)  # validation is tested in tests/model

@@ -11,8 +11,8 @@ import torch
 from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.scaled_rope import yarn_correction_dim, yarn_correction_range, yarn_inv_freq, yarn_mscale
+from pebench.engine.evaluation import eval_length, evaluate
 from pebench.errors import OptionError, PebenchError
-from pebench.evaluation import eval_length, evaluate
 from pebench.models.transformer import ModelConfig, Transformer
 from pebench.tasks import build as build_task
 

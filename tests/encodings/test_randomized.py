@@ -12,11 +12,11 @@ import torch
 
 from pebench import encodings, tasks
 from pebench.encodings import EncodingContext
+from pebench.engine.evaluation import evaluate
+from pebench.engine.runner import Case, Runner, attention_snapshot
+from pebench.engine.settings import Settings
 from pebench.errors import LengthError, OptionError
-from pebench.evaluation import evaluate
 from pebench.models.transformer import ModelConfig, Transformer
-from pebench.runner import Case, Runner, attention_snapshot
-from pebench.settings import Settings
 
 D, HEADS, LAYERS = 32, 4, 2
 CPU = torch.device("cpu")

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from pebench import encodings
-from pebench.device import pick_device
 from pebench.encodings import EncodingContext
 from pebench.encodings.alibi import alibi_slopes
 from pebench.encodings.sinusoidal import sinusoid_table
+from pebench.engine.device import pick_device
 from pebench.errors import PebenchError
 from pebench.models.transformer import ModelConfig, Transformer
 

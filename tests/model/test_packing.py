@@ -9,10 +9,10 @@ import torch
 
 from pebench import encodings, tasks
 from pebench.encodings import EncodingContext
+from pebench.engine.packing import clip_per_seed, packable, train_packed
+from pebench.engine.training import TrainConfig, train
 from pebench.hashing import derive_seed
 from pebench.models import ModelConfig, Transformer
-from pebench.packing import clip_per_seed, packable, train_packed
-from pebench.training import TrainConfig, train
 
 SEEDS = [0, 1, 2]
 CFG = TrainConfig(steps=6, batch_size=4, curve_every=3)

@@ -8,17 +8,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pebench import device as pdevice
 from pebench import encodings, tasks
 from pebench.encodings import EncodingContext
+from pebench.engine import device as pdevice
+from pebench.engine.packing import train_packed
+from pebench.engine.runner import Case, Runner
+from pebench.engine.settings import Settings
+from pebench.engine.stopping import StopRule
+from pebench.engine.training import TrainConfig, train
 from pebench.errors import ConfigError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig, Transformer
-from pebench.packing import train_packed
-from pebench.runner import Case, Runner
-from pebench.settings import Settings
-from pebench.stopping import StopRule
-from pebench.training import TrainConfig, train
 
 CPU = torch.device("cpu")
 

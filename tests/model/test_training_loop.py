@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from pebench import encodings, tasks
-from pebench import training as tr
-from pebench.device import worker_device
 from pebench.encodings import EncodingContext
+from pebench.engine import training as tr
+from pebench.engine.device import worker_device
+from pebench.engine.settings import Settings
 from pebench.errors import ConfigError
 from pebench.models import ModelConfig, Transformer
-from pebench.settings import Settings
 
 
 def model_and_task(encoding: str = "rope") -> tuple[Transformer, tasks.Task]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import torch
 
 from pebench import encodings, tasks
-from pebench import training as tr
 from pebench.encodings import EncodingContext
+from pebench.engine import training as tr
+from pebench.engine.packing import train_packed
 from pebench.models import ModelConfig, Transformer
-from pebench.packing import train_packed
 
 CPU = torch.device("cpu")
 
@@ -86,8 +86,8 @@ def test_packed_seeds_carry_their_own_validation_points() -> None:
 def test_the_suite_option_reaches_the_training_config() -> None:
     import pytest
 
+    from pebench.engine.settings import Settings
     from pebench.errors import PebenchError
-    from pebench.settings import Settings
 
     task = tasks.build("k_back")
     assert Settings().train_config(task).val_batches == tr.TrainConfig.val_batches == 2

@@ -198,8 +198,8 @@ def test_ten_thousand_results_render_fast_and_small(tmp_path):
 
 
 def test_runner_stores_last_layer_attention_at_the_training_length():
-    from pebench.runner import ATTENTION_TOKENS, Case, Runner
-    from pebench.settings import Settings
+    from pebench.engine.runner import ATTENTION_TOKENS, Case, Runner
+    from pebench.engine.settings import Settings
 
     runner = Runner(Settings(steps=2, d_model=16, n_layers=2, n_heads=2, batch_size=4, eval_samples=4, device="cpu"))
     rec = runner.run(Case("alibi", "k_back", 64, 0))

@@ -12,9 +12,9 @@ from sqlalchemy import create_engine, text
 
 from pebench import store as db
 from pebench.cli import build_parser, main
+from pebench.engine.runner import Case, Runner
+from pebench.engine.settings import Settings
 from pebench.hashing import config_hash
-from pebench.runner import Case, Runner
-from pebench.settings import Settings
 from pebench.store.load import load
 
 ROOT = Path(__file__).resolve().parents[2]

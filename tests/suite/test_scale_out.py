@@ -167,7 +167,7 @@ def test_packed_seeds_in_the_suite_match_one_by_one(run_suite, tiny, tmp_path):
 
 
 def test_pack_auto_packs_off_the_cpu_only():
-    from pebench.settings import Settings
+    from pebench.engine.settings import Settings
 
     assert Settings.packed_seeds("auto", 3, "cpu") == 1  # measured slower on the CPU (docs/scale-out.md)
     assert Settings.packed_seeds("on", 3, "cpu") == 3

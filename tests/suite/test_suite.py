@@ -114,6 +114,7 @@ def test_divergence_is_recorded_and_the_suite_goes_on(run_suite, tiny, tmp_path)
         (["--db", "sqlite:////no/such/dir/r.db"], "does not exist"),
         (["--task-options", "lm:corpus=/no/such/dir"], "corpus '/no/such/dir' is not a directory with train.txt"),
         (["--lr", "inf"], "--lr must be a positive finite number, got inf"),
+        (["--weight-decay", "-1"], "--weight-decay must be 0 or more and finite, got -1.0"),
         (["--d-model", "36", "--heads", "4", "--encoding", "rope"],
          "encoding rope cannot be built with --d-model 36 --heads 4 (head dim 9): rope: head_dim must be even"),
         (["--task-options", "k_back:k=1000"], "task k_back: length 64 is too short; valid lengths: >= 1001"),

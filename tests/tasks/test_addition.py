@@ -99,7 +99,7 @@ def test_carries_are_frequent() -> None:
 
 
 def test_declarations() -> None:
-    from pebench.settings import Settings
+    from pebench.engine.settings import Settings
 
     task = tasks.build("addition", {"train_max": 5})
     assert task.train_range == (1, 5) and task.train_length == 5

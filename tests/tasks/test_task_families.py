@@ -393,7 +393,7 @@ def drawn_prompt_lengths(task: Task) -> set[int]:
 
 @pytest.mark.parametrize("name", sorted(VERSION_2))
 def test_version_2_defaults_and_the_papers_protocol_one_option_away(name: str) -> None:
-    from pebench.settings import Settings
+    from pebench.engine.settings import Settings
 
     default, paper, steps = VERSION_2[name]
     task = tasks.build(name)
@@ -407,7 +407,7 @@ def test_version_2_defaults_and_the_papers_protocol_one_option_away(name: str) -
 
 
 def test_version_2_modular_sum_and_template_defaults() -> None:
-    from pebench.settings import Settings
+    from pebench.engine.settings import Settings
 
     modular_sum, template = tasks.build("modular_sum"), tasks.build("template")
     assert modular_sum.version == template.version == "2"
@@ -570,7 +570,7 @@ def test_lm_bad_corpora(tmp_path: Path) -> None:
 def test_lm_perplexity_through_evaluate(corpus: Path) -> None:
     from pebench.encodings import EncodingContext
     from pebench.encodings import build as build_encoding
-    from pebench.evaluation import evaluate
+    from pebench.engine.evaluation import evaluate
     from pebench.models import ModelConfig, Transformer
 
     task = tasks.build("lm", {"corpus": str(corpus), "context": 16})
@@ -584,8 +584,8 @@ def test_lm_perplexity_through_evaluate(corpus: Path) -> None:
 
 
 def test_runner_scores_exact_match_tasks_by_sequence_accuracy() -> None:
-    from pebench.runner import Case, Runner
-    from pebench.settings import Settings
+    from pebench.engine.runner import Case, Runner
+    from pebench.engine.settings import Settings
 
     runner = Runner(Settings(steps=2, d_model=16, n_layers=1, n_heads=2, batch_size=8, eval_samples=8, device="cpu"))
     record = runner.run(Case("rope", "add_nocarry", 6))
@@ -619,8 +619,8 @@ def test_quick_lengths_are_full_lengths() -> None:
 
 def test_lm_eval_windows_share_the_trained_model(corpus: Path) -> None:
     """lm's ``eval`` option changes only how a trained model is scored: one model serves both protocols."""
-    from pebench.runner import Case, Runner
-    from pebench.settings import Settings
+    from pebench.engine.runner import Case, Runner
+    from pebench.engine.settings import Settings
 
     def runner(**opts: object) -> Runner:
         return Runner(Settings(task_options={"lm": {"corpus": str(corpus), "context": 16, **opts}}, device="cpu"))

@@ -21,6 +21,8 @@ from pebench.analysis.findings.evaluate import (
 )
 from pebench.analysis.findings.evaluate import evaluate_all as _evaluate_all
 from pebench.analysis.findings.published import FINDINGS
+from pebench.analysis.sweeps import one_point
+from pebench.case import point_of
 from pebench.errors import PebenchError
 from pebench.store.database import safe_url
 from pebench.store.load import load
@@ -48,8 +50,11 @@ def check_run(run: int | str | None) -> int | str:
 
 
 def latest_of_each_case(df: pd.DataFrame) -> pd.DataFrame:
-    """The latest result of every (encoding, task, train length, eval length, seed) across runs."""
-    return df.sort_values("id").drop_duplicates(CASE_KEY, keep="last") if not df.empty else df
+    """The latest result of every (encoding, task, train length, eval length, seed, sweep point) across runs."""
+    if df.empty:
+        return df
+    latest = df.assign(point=df["case_id"].map(point_of)).sort_values("id")
+    return latest.drop_duplicates([*CASE_KEY, "point"], keep="last").drop(columns="point")
 
 
 def load_run(db_url: str, run: int | str | None = "latest") -> tuple[pd.DataFrame, list[int]]:
@@ -82,10 +87,12 @@ class FindingsReport:
         return any(r.verdict == FAILS for r in self.results)
 
 
-def run_findings(db_url: str, run: int | str | None = "latest") -> FindingsReport:
+def run_findings(db_url: str, run: int | str | None = "latest", point: str | None = None) -> FindingsReport:
+    """Every finding against ``run`` (with a sweep, against its ``point``:
+    :func:`pebench.analysis.sweeps.one_point`)."""
     choice = check_run(run)
     df, runs = load_run(db_url, choice)
-    return FindingsReport(db_url, choice, runs, evaluate_all(df))
+    return FindingsReport(db_url, choice, runs, evaluate_all(one_point(df, point)))
 
 
 # -- text ------------------------------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ Each seed's model is built exactly as it is alone (``torch.manual_seed(seed)``, 
 transformer), so it starts from the same weights; its parameters are then stacked along a new leading dimension and
 the host model runs once per step over all K under :func:`torch.func.vmap` (:func:`torch.func.functional_call` with
 the stacked parameters, ``randomness="different"``). Every seed keeps its own data stream (its training and position
-generators, seeded as in :func:`pebench.training.train`), its own loss, its own gradient-norm clip and its own AdamW
-state, so its parameters follow the same trajectory as when trained alone, up to float rounding: AdamW is
+generators, seeded as in :func:`pebench.engine.training.train`), its own loss, its own gradient-norm clip and its own
+AdamW state, so its parameters follow the same trajectory as when trained alone, up to float rounding: AdamW is
 element-wise, the losses are summed (each seed's gradient is that of its own loss), and the clip is computed per seed.
 
 Encoding hooks with Python-side state keep working because they run on the host model: the step schedule
@@ -21,8 +21,8 @@ the packed training forward (no packed encoding reads them); validation passes t
 
 A seed whose loss or gradient norm becomes non-finite is recorded as ``diverged`` (at the next curve point, as
 alone); its slice of the stack goes on without affecting the others, whose gradients never mix with it. A seed that
-meets the stop rule (:class:`~pebench.training.StopRule`) at a curve point has its weights copied out there, as its
-training alone would end there; its slice goes on with the others (never read again), and the run ends when every
+meets the stop rule (:class:`~pebench.engine.training.StopRule`) at a curve point has its weights copied out there, as
+its training alone would end there; its slice goes on with the others (never read again), and the run ends when every
 seed has stopped.
 """
 
@@ -35,10 +35,8 @@ from typing import Any
 import torch
 from torch.func import functional_call, vmap
 
-from pebench.evaluation import Validation
-from pebench.models import Transformer
-from pebench.tasks.base import IGNORE, Batch, Task
-from pebench.training import (
+from pebench.engine.evaluation import Validation
+from pebench.engine.training import (
     TrainConfig,
     TrainInfo,
     make_optimizer,
@@ -46,6 +44,8 @@ from pebench.training import (
     precision_context,
     run,
 )
+from pebench.models import Transformer
+from pebench.tasks.base import IGNORE, Batch, Task
 
 
 def packable(model: Transformer) -> bool:
@@ -98,10 +98,10 @@ def clip_per_seed(grads: list[torch.Tensor], max_norm: float) -> torch.Tensor:
 
 
 class PackedStep:
-    """:class:`~pebench.training.Stepper` of K seeds packed into one batched model (see the module docstring): the
-    parameters stacked along a new leading dimension, one AdamW over the stacks (the same groups and betas as
-    :func:`~pebench.training.make_optimizer`, element-wise, so per seed as alone), the host model run once per step
-    under ``vmap`` and each seed's gradient clipped on its own (:func:`clip_per_seed`)."""
+    """:class:`~pebench.engine.training.Stepper` of K seeds packed into one batched model (see the module docstring):
+    the parameters stacked along a new leading dimension, one AdamW over the stacks (the same groups and betas as
+    :func:`~pebench.engine.training.make_optimizer`, element-wise, so per seed as alone), the host model run once per
+    step under ``vmap`` and each seed's gradient clipped on its own (:func:`clip_per_seed`)."""
 
     def __init__(self, models: list[Transformer], cfg: TrainConfig) -> None:
         self.models = models
@@ -137,8 +137,8 @@ class PackedStep:
         return losses, correct, scored, norms
 
     def validation(self, k: int, val: Validation | None, step: int) -> torch.Tensor:
-        """Seed ``k``'s :meth:`~pebench.evaluation.Validation.sums`: its slice of the stacked parameters and buffers
-        run through the host model."""
+        """Seed ``k``'s :meth:`~pebench.engine.evaluation.Validation.sums`: its slice of the stacked parameters and
+        buffers run through the host model."""
         if val is None:
             return torch.zeros(0)
         own = {name: p[k].detach() for name, p in self.stacked.items()} | {n: b[k] for n, b in self.varying.items()}
@@ -167,9 +167,9 @@ def train_packed(
     description: str = "train",
 ) -> list[TrainInfo]:
     """Train ``models`` (seed ``seeds[k]``'s model at index k, each freshly built) on ``task`` together, in place:
-    the one training loop (:func:`pebench.training.run`) with a :class:`PackedStep`. Returns one
-    :class:`~pebench.training.TrainInfo` per seed; a seed's wall time is its share (1/K) of the packed run's, so its
-    tokens/s is what it cost."""
+    the one training loop (:func:`pebench.engine.training.run`) with a :class:`PackedStep`. Returns one
+    :class:`~pebench.engine.training.TrainInfo` per seed; a seed's wall time is its share (1/K) of the packed run's, so
+    its tokens/s is what it cost."""
     if len(models) != len(seeds) or not models:
         raise ValueError("train_packed needs one model per seed")
     for model in models:

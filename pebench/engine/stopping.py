@@ -1,7 +1,7 @@
 """Stop when learned: when a training run may end before its step budget (``--stop``).
 
-:class:`StopRule` is read by the training loop (:func:`pebench.training.train`, and per seed by
-:func:`pebench.packing.train_packed`) at learning-curve points only.
+:class:`StopRule` is read by the training loop (:func:`pebench.engine.training.train`, and per seed by
+:func:`pebench.engine.packing.train_packed`) at learning-curve points only.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A checkpoint is ``{"model": state_dict, "info": TrainInfo as a dict, "config": the case's stored configuration}``
 written with :func:`torch.save`, named ``<encoding>-<task>-s<seed>-<model key>.pt`` in the cache directory (the model
-key is the hash of the model's training configuration and seed, :meth:`pebench.runner.Runner.model_key`). A write
+key is the hash of the model's training configuration and seed, :meth:`pebench.engine.runner.Runner.model_key`). A write
 goes to a temporary file of the writing process first and is renamed into place, so a reader never sees half a
 file. One file lock beside each checkpoint lets one process train a model while another that needs it waits and
 then loads it. The runner, packed training and the Ray executor all go through :class:`CheckpointStore`.
@@ -20,8 +20,9 @@ from typing import Any
 import torch
 from filelock import FileLock
 
+from pebench.case import Case
+from pebench.engine.training import TrainInfo
 from pebench.models import Transformer
-from pebench.training import TrainInfo
 
 
 class CheckpointStore:
@@ -30,11 +31,12 @@ class CheckpointStore:
     def __init__(self, directory: Path | str | None) -> None:
         self.directory = None if directory is None else Path(directory)
 
-    def path(self, encoding: str, task: str, seed: int, key: str) -> Path | None:
-        """Where the model ``key`` (of ``encoding`` on ``task``, seed ``seed``) is kept; None without a cache."""
+    def path(self, case: Case, key: str) -> Path | None:
+        """Where the model ``key`` of ``case`` is kept (``rope-k_back-s0-<key>.pt``, its model id with the seed,
+        :meth:`pebench.case.Case.model_id`); None without a cache."""
         if self.directory is None:
             return None
-        return self.directory / f"{encoding}-{task}-s{seed}-{key}.pt"
+        return self.directory / f"{case.model_id(seeded=True)}-{key}.pt"
 
     @contextlib.contextmanager
     def locked(self, paths: Iterable[Path | None]) -> Iterator[None]:

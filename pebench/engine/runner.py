@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -21,22 +22,23 @@ import torch
 
 from pebench import encodings, tasks
 from pebench.case import Case
-from pebench.checkpoints import CheckpointStore
-from pebench.device import pick_device, resolve_precision, worker_device
 from pebench.encodings.base import EncodingContext
 from pebench.encodings.registry import not_applicable
+from pebench.engine.checkpoints import CheckpointStore
+from pebench.engine.device import pick_device, resolve_precision, worker_device
+from pebench.engine.evaluation import eval_positions, evaluate
+from pebench.engine.packing import packable, train_packed
+from pebench.engine.settings import Settings
+from pebench.engine.sweep import Sweep
+from pebench.engine.training import TrainInfo, train
 from pebench.errors import ConfigError, PebenchError
-from pebench.evaluation import eval_positions, evaluate
 from pebench.hashing import config_hash, derive_seed
 from pebench.models import Transformer
-from pebench.packing import packable, train_packed
 from pebench.plugins import external_files
-from pebench.settings import Settings
 from pebench.status import ResultStatus
 from pebench.store import attention
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
-from pebench.training import TrainInfo, train
 
 Timer = Callable[[Callable[[], Any]], Any]
 """Wraps the call that trains a model, e.g. pytest-benchmark's ``benchmark.pedantic`` (see the suite)."""
@@ -67,8 +69,9 @@ def code_version(encoding_cls: type, task_cls: type) -> str:
     none for pebench's own classes, whose hash is what it was before plugins)."""
     import inspect
 
-    from pebench import evaluation, models, packing, stopping, training
+    from pebench import models
     from pebench.encodings import base as enc_base
+    from pebench.engine import evaluation, packing, stopping, training
     from pebench.tasks import base as task_base
 
     h = hashlib.sha256()
@@ -107,9 +110,10 @@ def attention_snapshot(
     (:func:`pebench.store.attention.encode`).
 
     The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
-    from (seed, "attention", task, length), its positions as in evaluation (:func:`pebench.evaluation.eval_positions`,
-    from a generator seeded from (seed, "attention positions", task, length)), then both (and the task's annotations)
-    are cut to ``n_tokens``: attention is causal, so these rows equal the top-left block of the full sequence's maps.
+    from (seed, "attention", task, length), its positions as in evaluation
+    (:func:`pebench.engine.evaluation.eval_positions`, from a generator seeded from (seed, "attention positions", task,
+    length)), then both (and the task's annotations) are cut to ``n_tokens``: attention is causal, so these rows equal
+    the top-left block of the full sequence's maps.
     """
     gen = torch.Generator().manual_seed(derive_seed(seed, "attention", task.name, task.train_length))
     pos_gen = torch.Generator().manual_seed(derive_seed(seed, "attention positions", task.name, task.train_length))
@@ -131,6 +135,7 @@ class Runner:
         settings: Settings,
         progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
         reuse: Callable[[ResultRecord], ResultRecord | None] | None = None,
+        sweep: Sweep | None = None,
     ) -> None:
         self.device = worker_device(pick_device(settings.device))
         # --precision auto means the precision this device trains in; the configuration records the resolved one
@@ -143,6 +148,23 @@ class Runner:
         self.failed_models: dict[str, str] = {}
         """Model key -> why its training failed elsewhere (e.g. on Ray): its cases are recorded as errors."""
         self._tasks: dict[str, Task] = {}
+        self.sweep = sweep or Sweep()
+        """The run's ``--sweep`` (:mod:`pebench.engine.sweep`): a case at a sweep point runs on :meth:`at` its
+        point, whose settings carry the point's values."""
+        self._at: dict[str, Runner] = {}
+
+    def at(self, point: str) -> Runner:
+        """The runner of sweep point ``point`` (this one for ``""``): these settings with the point's values, the
+        same progress display, reuse lookup and record of failed models."""
+        if not point or not self.sweep:
+            return self
+        if point not in self._at:
+            child = Runner(self.sweep.settings(self.settings, point), self.progress_context, self.reuse)
+            child.failed_models = self.failed_models
+            self._at[point] = child
+        child = self._at[point]
+        child.progress_context, child.reuse = self.progress_context, self.reuse
+        return child
 
     # -- building ----------------------------------------------------------------------------------------------
     def task(self, name: str) -> Task:
@@ -174,6 +196,8 @@ class Runner:
 
         ``training``: the configuration of the case's trained model, i.e. with every evaluation-only encoding option
         (:attr:`pebench.options.Option.eval_only`) at its default and every evaluation-only task option left out."""
+        if (runner := self.at(case.point)) is not self:
+            return runner.describe(case, training)
         task = self.task(case.task)
         enc_cls = encodings.get(case.encoding)
         ctx = self.encoding_context(task, case.encoding)
@@ -203,6 +227,8 @@ class Runner:
         """The identity of the trained model of ``case``: its training configuration (without evaluation settings
         and evaluation-only options, see :meth:`describe`) and seed; for a plugin's encoding or task also its source
         (:func:`plugin_code`), so an edited plugin trains anew instead of loading an older checkpoint."""
+        if (runner := self.at(case.point)) is not self:
+            return runner.model_key(case)
         config = self.describe(case, training=True)
         key = {k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed}
         code = plugin_code(encodings.get(case.encoding), type(self.task(case.task)))
@@ -214,11 +240,22 @@ class Runner:
         return CheckpointStore(self.settings.cache_dir)
 
     def checkpoint_path(self, case: Case, key: str) -> Path | None:
-        return self.checkpoints.path(case.encoding, case.task, case.seed, key)
+        return self.at(case.point).checkpoints.path(case, key)
+
+    def session_cache(self) -> Path:
+        """The checkpoint directory, a new temporary one for this runner when the settings have none (``--no-cache``
+        with an executor that hands checkpoints back through the disk cache)."""
+        if self.settings.cache_dir is None:
+            self.settings = replace(self.settings, cache_dir=Path(tempfile.mkdtemp(prefix="pebench-session-")))
+            for child in self._at.values():  # sweep points share it
+                child.settings = replace(child.settings, cache_dir=self.settings.cache_dir)
+        return self.settings.cache_dir
 
     def model_for(self, case: Case, config: dict[str, Any], timer: Timer | None = None) -> TrainedModel:
         """The trained model of (encoding, task, seed, config): from memory, from a checkpoint, or trained now
         (through ``timer`` when given)."""
+        if (runner := self.at(case.point)) is not self:
+            return runner.model_for(case, config, timer)
         key = self.model_key(case)
         if key in self._models:
             return replace(self._models[key], reused=True)
@@ -247,6 +284,8 @@ class Runner:
 
     def build_model(self, case: Case) -> Transformer:
         """The untrained model of ``case``, initialised from its seed (the same weights however it is trained)."""
+        if (runner := self.at(case.point)) is not self:
+            return runner.build_model(case)
         self.check_applicable(case)
         task = self.task(case.task)
         torch.manual_seed(case.seed)
@@ -257,7 +296,7 @@ class Runner:
 
     def _packed_model_for(self, case: Case, config: dict[str, Any], timer: Timer | None) -> TrainedModel:
         """:meth:`model_for` with packed seeds: the model of every seed 0..K-1 of this (encoding, task, config) that
-        is neither in memory nor in a checkpoint is trained now, all together (:mod:`pebench.packing`)."""
+        is neither in memory nor in a checkpoint is trained now, all together (:mod:`pebench.engine.packing`)."""
         cases = [replace(case, seed=s) for s in range(self.settings.pack_seeds)]
         keys = [self.model_key(c) for c in cases]
         paths = [self.checkpoint_path(c, k) for c, k in zip(cases, keys, strict=True)]
@@ -292,16 +331,13 @@ class Runner:
         return None if info is None else TrainedModel(model.to(self.device).eval(), info, reused=True)
 
     # -- running -----------------------------------------------------------------------------------------------
-    def run(self, case: Case, timer: Timer | None = None) -> ResultRecord:
-        """Train (or reuse) and evaluate ``case``; never raises for a training failure -- the record says so.
-        ``timer`` wraps the training call when this case trains its model. A case whose encoding cannot run on its
-        task (:meth:`check_applicable`) raises :class:`~pebench.errors.ConfigError`."""
+    def new_record(self, case: Case) -> ResultRecord:
+        """The record of ``case`` before training: its identity (configuration, hash, versions, code version), as
+        ``--reuse`` looks it up."""
         task = self.task(case.task)
-        self.check_applicable(case)
-        task.check_length(case.length)
         enc_cls = encodings.get(case.encoding)
         config = self.describe(case)
-        record = ResultRecord(
+        return ResultRecord(
             case_id=case.id,
             encoding=case.encoding,
             encoding_version=enc_cls.version,
@@ -317,12 +353,22 @@ class Runner:
             higher_is_better=task.higher_is_better,
             chance_level=task.chance_level,
         )
+
+    def run(self, case: Case, timer: Timer | None = None) -> ResultRecord:
+        """Train (or reuse) and evaluate ``case``; never raises for a training failure -- the record says so.
+        ``timer`` wraps the training call when this case trains its model. A case whose encoding cannot run on its
+        task (:meth:`check_applicable`) raises :class:`~pebench.errors.ConfigError`."""
+        if (runner := self.at(case.point)) is not self:
+            return runner.run(case, timer)
+        self.check_applicable(case)
+        self.task(case.task).check_length(case.length)
+        record = self.new_record(case)
         if self.reuse is not None:
             earlier = self.reuse(record)
             if earlier is not None:
                 return earlier
         try:
-            trained = self.model_for(case, config, timer)
+            trained = self.model_for(case, record.config, timer)
             info = trained.info
             record.train_steps = info.steps
             record.train_time_s = info.wall_time_s
@@ -333,36 +379,8 @@ class Runner:
             if info.status != ResultStatus.OK:
                 record.status, record.message = info.status, info.message
                 record.metrics = {"stop_reason": info.stop_reason}
-                return record
-            start = time.perf_counter()
-            splits = {
-                split: evaluate(
-                    trained.model,
-                    task,
-                    case.length,
-                    split,
-                    self.settings.eval_samples,
-                    case.seed,
-                    self.device,
-                    self.settings.eval_batch_size,
-                )
-                for split in task.eval_splits
-            }
-            record.eval_time_s = time.perf_counter() - start
-            main = splits[task.eval_splits[0]]
-            record.loss = main["loss"]
-            record.token_accuracy = main["token_accuracy"]
-            record.sequence_accuracy = main["sequence_accuracy"]
-            record.score = task.score(main)
-            record.metrics = {"splits": splits}
-            record.metrics["stop_reason"] = info.stop_reason  # learned | plateau | budget | diverged
-            if info.packed_with > 1:
-                record.metrics["packed_with"] = info.packed_with  # trained together with this many seeds
-            if not math.isfinite(main["loss"]):
-                record.status = ResultStatus.DIVERGED
-                record.message = f"non-finite evaluation loss at length {case.length}"
-            elif case.length == task.train_length:
-                record.metrics["attention"] = attention_snapshot(trained.model, task, case.seed, self.device)
+            else:
+                self._evaluate_into(record, trained.model, info, case)
         except PebenchError:
             raise
         except Exception as err:  # recorded, then reported as a failed case by the suite
@@ -370,3 +388,28 @@ class Runner:
             record.message = f"{type(err).__name__}: {err}"
             record.metrics = {"traceback": traceback.format_exc(limit=20)}
         return record
+
+    def _evaluate_into(self, record: ResultRecord, model: Transformer, info: TrainInfo, case: Case) -> None:
+        """Evaluate the trained ``model`` of ``case`` on every evaluation split of its task into ``record``: the
+        first split's loss, accuracies and score, every split's metrics, the stop reason, the packing, and at the
+        training length the attention snapshot."""
+        task = self.task(case.task)
+        s = self.settings
+        start = time.perf_counter()
+        splits = {split: evaluate(model, task, case.length, split, s.eval_samples, case.seed, self.device,
+                                  s.eval_batch_size) for split in task.eval_splits}  # fmt: skip
+        record.eval_time_s = time.perf_counter() - start
+        main = splits[task.eval_splits[0]]
+        record.loss = main["loss"]
+        record.token_accuracy = main["token_accuracy"]
+        record.sequence_accuracy = main["sequence_accuracy"]
+        record.score = task.score(main)
+        record.metrics = {"splits": splits}
+        record.metrics["stop_reason"] = info.stop_reason  # learned | plateau | budget | diverged
+        if info.packed_with > 1:
+            record.metrics["packed_with"] = info.packed_with  # trained together with this many seeds
+        if not math.isfinite(main["loss"]):
+            record.status = ResultStatus.DIVERGED
+            record.message = f"non-finite evaluation loss at length {case.length}"
+        elif case.length == task.train_length:
+            record.metrics["attention"] = attention_snapshot(model, task, case.seed, self.device)

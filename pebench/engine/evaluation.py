@@ -1,7 +1,7 @@
 """Evaluation of a trained model, and the held-out validation points of a learning curve.
 
 :func:`evaluate` scores a model on held-out sequences of one length (the suite's cases); :class:`Validation` gives
-the training loop (:func:`pebench.training.run`) the task's metric at the training length and twice it at each
+the training loop (:func:`pebench.engine.training.run`) the task's metric at the training length and twice it at each
 learning-curve point. Both draw their data and positions from generators of their own, never the training ones.
 """
 
@@ -50,7 +50,7 @@ class Validation:
     touched and the model runs in eval mode without gradients, so the trained model is the same with or without
     validation, and the same seed and configuration give the same curve. The values stay on the device and are read
     with the training statistics in the curve point's one read
-    (:meth:`pebench.training.StepStats.read`). Keys:
+    (:meth:`pebench.engine.training.StepStats.read`). Keys:
     ``val_<metric>_1x`` and ``val_<metric>_2x``, ``<metric>`` the task's (``val_accuracy_1x``, ``val_perplexity_2x``).
     """
 

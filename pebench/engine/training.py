@@ -18,16 +18,18 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from pebench.engine.evaluation import Validation
+from pebench.engine.stopping import STOP_RULES, StopRule
 from pebench.errors import ConfigError
-from pebench.evaluation import Validation
 from pebench.models import Transformer
+from pebench.options import flag
 from pebench.status import ResultStatus
-from pebench.stopping import StopRule
 from pebench.tasks.base import IGNORE, Batch, Task
 
 PRECISIONS = ("fp32", "bf16", "tf32")
 """``fp32``: plain float32. ``bf16``: autocast to bfloat16 (weights, optimiser state and the loss stay float32).
 ``tf32``: float32 storage with TensorFloat-32 matmuls where the hardware has them (NVIDIA Ampere and later)."""
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -36,19 +38,28 @@ class TrainConfig:
     checkpoints from before the option are unchanged: no ``precision`` key means fp32). ``val_batches``: held-out
     batches per length at each learning-curve point (:class:`Validation`; 0: none); it never changes the trained
     model, so it is not part of the stored configuration or its hash. ``stop`` is one of
-    :data:`pebench.stopping.STOP_RULES` (:class:`~pebench.stopping.StopRule`); stored as the rule with its thresholds
-    unless ``budget``."""
+    :data:`pebench.engine.stopping.STOP_RULES` (:class:`~pebench.engine.stopping.StopRule`); stored as the rule with its
+    thresholds unless ``budget``."""
 
     steps: int = 600
-    batch_size: int = 64
-    lr: float = 3e-3
-    weight_decay: float = 0.01
+    batch_size: int = field(default=64, metadata=flag("training batch size", scopes=("sizes",)))
+    lr: float = field(default=3e-3, metadata=flag("peak learning rate of AdamW"))
+    weight_decay: float = field(default=0.01, metadata=flag("AdamW's decoupled weight decay"))
     warmup_steps: int = 50
     grad_clip: float = 1.0
     curve_every: int = 0
-    precision: str = "fp32"
-    val_batches: int = 2
-    stop: str = "budget"
+    precision: str = field(default="fp32", metadata=flag(
+        "training precision: fp32, bf16 (autocast; weights, optimiser state and loss stay fp32), tf32 "
+        "(TensorFloat-32 matmuls on GPUs that have them) or auto (bf16 on a CUDA GPU with native bfloat16, else "
+        "fp32: on the CPUs measured bf16 was slower at the tasks' lengths, docs/defaults.md); the precision used is "
+        "recorded in the configuration unless fp32", choices=(*PRECISIONS, "auto")))
+    val_batches: int = field(default=2, metadata=flag(
+        "held-out batches per length (the training length and 2x) evaluated at each learning-curve point; 0: none "
+        "(never changes the trained model)", stored=False))
+    stop: str = field(default="budget", metadata=flag(
+        "when a model stops training: budget (the task's step count), learned (as soon as its training accuracy is "
+        "at least 0.99 over the last 3 learning-curve points, else at the budget) or plateau (learned, or the "
+        "training loss flat in the second half); part of the configuration (docs/defaults.md)", choices=STOP_RULES))
 
     def __post_init__(self) -> None:
         if self.steps <= 0:
@@ -57,7 +68,9 @@ class TrainConfig:
             raise ConfigError("train", f"{{batch_size}} must be a positive integer, got {self.batch_size}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ConfigError("train", f"{{lr}} must be a positive finite number, got {self.lr}")
-        if self.precision not in PRECISIONS:  # "auto" is resolved per device before (pebench.device)
+        if not (self.weight_decay >= 0 and math.isfinite(self.weight_decay)):
+            raise ConfigError("train", f"{{weight_decay}} must be 0 or more and finite, got {self.weight_decay}")
+        if self.precision not in PRECISIONS:  # "auto" is resolved per device before (pebench.engine.device)
             raise ConfigError("train", f"{{precision}} must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.val_batches < 0:
             raise ConfigError("train", f"{{val_batches}} must be 0 or more, got {self.val_batches}")
@@ -111,9 +124,9 @@ class TrainInfo:
     status: str = ResultStatus.OK
     message: str = ""
     packed_with: int = 1
-    """How many seeds were trained together with this one (:mod:`pebench.packing`); 1: alone."""
+    """How many seeds were trained together with this one (:mod:`pebench.engine.packing`); 1: alone."""
     stop_reason: str = "budget"
-    """Why training ended: one of :data:`pebench.stopping.STOP_REASONS` (``steps`` says after how many steps)."""
+    """Why training ended: one of :data:`pebench.engine.stopping.STOP_REASONS` (``steps`` says after how many steps)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (the status as its string), as a checkpoint stores them."""
@@ -176,7 +189,7 @@ def train(
 class Stepper(Protocol):
     """One optimisation step of K models trained together: the one loop (:func:`run`) draws their batches, keeps
     their statistics, curve points, validation, stop rule and divergence; a stepper only computes. :class:`SingleStep`
-    is the ordinary K = 1; :class:`pebench.packing.PackedStep` stacks K seeds under ``vmap``."""
+    is the ordinary K = 1; :class:`pebench.engine.packing.PackedStep` stacks K seeds under ``vmap``."""
 
     models: list[Transformer]
     host: Transformer
@@ -235,8 +248,8 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
     :func:`lr_at`'s schedule, each seed's own data and positions generators (seeded from (seed, "train", task) and
     (seed, "positions", task)), statistics summed on the device and read once per learning-curve point, where a
     seed whose loss or gradient norm became non-finite ends ``diverged`` and one that meets the stop rule ends
-    there (:class:`~pebench.stopping.StopRule`); the loop ends when every seed has. A seed's wall time is its share
-    (1/K) of the run's, so its tokens/s is what it cost."""
+    there (:class:`~pebench.engine.stopping.StopRule`); the loop ends when every seed has. A seed's wall time is its
+    share (1/K) of the run's, so its tokens/s is what it cost."""
     from pebench.hashing import derive_seed
 
     n = len(seeds)

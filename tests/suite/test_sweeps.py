@@ -1,0 +1,115 @@
+"""``--sweep``: one more case axis over a setting or an option (issue 30, item 1). Each point is its own model with
+its own id part and config hash, selected by ``-k``, reused, shown apart; bad input is one line before training."""
+
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from pebench.analysis.sweeps import PointError, one_point
+from pebench.case import Case, by_point
+from pebench.engine.runner import Runner
+from pebench.engine.settings import Settings
+from pebench.engine.sweep import Sweep
+from pebench.errors import PebenchError
+from pebench.store.load import load
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["layerz=1,2"], "unknown setting 'layerz'; valid: batch_size, d_model, eval_samples, heads, layers, lr, "),
+        (["layers=1,x"], "layers='x' is not an int"),
+        (["lr=1e-3,"], "has an empty value"),
+        (["layers=1,1"], "lists a value twice"),
+        (["layers=1,2", "layers=3"], "layers is swept twice"),
+        (["precision=fp64"], "precision='fp64' is invalid; valid: fp32, bf16, tf32, auto"),
+        (["nosuch:base=1,2"], "'nosuch' is no encoding or task"),
+        (["rope:colour=1,2"], "encoding rope has no option 'colour'; valid options: base"),
+        (["rope:base=-3,100"], "option base='-3' is out of range"),
+        (["layers"], "must look like NAME=V1,V2"),
+        (["lr=0.1;rm"], "value '0.1;rm' may hold only letters"),
+    ],
+)
+def test_a_bad_sweep_is_one_line(args, message):
+    with pytest.raises(PebenchError) as err:
+        Sweep.parse(args)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_points_apply_where_they_belong():
+    sweep = Sweep.parse(["layers=1,2", "lr=1e-2,3e-3", "rope:base=100,10000"])
+    assert sweep.points("alibi", "k_back") == ["layers1-lr0.01", "layers1-lr0.003", "layers2-lr0.01", "layers2-lr0.003"]
+    assert len(sweep.points("rope", "k_back")) == 8 and "layers2-lr0.01-base100" in sweep.points("rope", "k_back")
+    assert Sweep.parse(["k_back:k=2,3"]).points("rope", "copy") == [""]
+    s = sweep.settings(Settings(d_model=32), "layers2-lr0.01-base100")
+    assert (s.n_layers, s.lr, s.d_model, s.encoding_options["rope"]["base"]) == (2, 0.01, 32, 100.0)
+    with pytest.raises(PebenchError, match="--heads"):  # each point's settings pass the settings' own checks
+        Sweep.parse(["heads=3"]).settings(Settings(d_model=32), "heads3")
+
+
+def test_each_point_is_its_own_configuration():
+    runner = Runner(Settings(d_model=16, n_heads=2, device="cpu"), sweep=Sweep.parse(["layers=1,3"]))
+    a, b, plain = (Case("rope", "k_back", 64, 0, p) for p in ("layers1", "layers3", ""))
+    assert runner.describe(a)["model"]["n_layers"] == 1 and runner.describe(b)["model"]["n_layers"] == 3
+    assert len({runner.model_key(a), runner.model_key(b), runner.model_key(plain)}) == 3
+    # a point at the run's own value is the same model as no sweep (the same configuration)
+    assert Runner(Settings(d_model=16, n_heads=2), sweep=Sweep.parse(["layers=2"])).model_key(
+        Case("rope", "k_back", 64, 0, "layers2")) == runner.model_key(plain)
+    assert a.id == "rope-k_back-L64-layers1" and Case.parse("rope-k_back-L64-layers1-s2")[0] == \
+        Case("rope", "k_back", 64, 2, "layers1")  # fmt: skip
+    assert Case.parse("rope-k_back-L64-s2")[0] == Case("rope", "k_back", 64, 2)
+    for point in ("lr1e-05", "layers4-lr0.01", "steps600", "base100-n_pairs8"):
+        case = Case("rope", "k_back", 64, 3, point)
+        assert Case.parse(case.test_id(seeded=True)) == (case, True) and Case.parse(case.id)[0].point == point
+
+
+def test_results_of_points_are_shown_apart():
+    ids = ["rope-k_back-L64-base100", "rope-k_back-L64-base500", "alibi-k_back-L64"]
+    assert by_point(ids, str) == {"base100": ["alibi-k_back-L64", "rope-k_back-L64-base100"],
+                                  "base500": ["alibi-k_back-L64", "rope-k_back-L64-base500"]}  # fmt: skip
+    assert by_point(["alibi-k_back-L64"], str) == {"": ["alibi-k_back-L64"]}
+
+
+def test_a_two_value_sweep_trains_two_models_and_reuses_each(run_suite, tiny, tmp_path):
+    db = tmp_path / "r.db"
+    url = f"sqlite:///{db}"
+    args = ("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--db", url, "--no-cache",
+            "--sweep", "layers=1,2")
+    first = run_suite(*args, "--report", str(tmp_path / "page.html"))
+    assert first.returncode == 0, first.output
+    df = load(url)
+    assert sorted(df["case_id"]) == ["rope-k_back-L64-layers1", "rope-k_back-L64-layers2"]
+    assert df["config_hash"].nunique() == 2
+    assert sorted(c["model"]["n_layers"] for c in df["config"]) == [1, 2]
+    assert "k_back (train length 64, at layers1)" in first.stdout and "at layers2" in first.stdout
+    assert (tmp_path / "page-layers1.html").is_file() and (tmp_path / "page-layers2.html").is_file()
+    again = run_suite(*args, "--reuse")
+    assert again.returncode == 0, again.output
+    assert "pebench --reuse: 2 of 2 results copied" in again.stdout
+    one = run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64 and layers2", *tiny, "--steps", "4", "--db",
+                    url, "--no-cache", "--sweep", "layers=1,2")  # fmt: skip
+    assert one.returncode == 0 and "1 passed" in one.stdout, one.output
+    with sqlite3.connect(db) as con:
+        options = con.execute("SELECT options FROM runs ORDER BY id DESC LIMIT 1").fetchone()[0]
+    assert '"sweep": ["layers=1,2"]' in options
+
+
+def test_a_bad_sweep_stops_the_suite_in_one_line_writing_nothing(run_suite, tiny, tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    proc = run_suite("-k", "rope and k_back and L64", *tiny, "--db", url, "--sweep", "layers=0,1")
+    assert proc.returncode == 4 and "--layers" in proc.stderr and "Traceback" not in proc.stderr, proc.output
+    assert not (tmp_path / "r.db").exists()
+    proc = run_suite("-k", "rope and k_back", *tiny, "--db", url, "--sweep", "k_back:k=100", "--task", "k_back")
+    assert proc.returncode == 4 and "task k_back: length 64 is too short" in proc.stderr, proc.output
+    proc = run_suite(*tiny, "--db", url, "--sweep", "layers=1,2", "--seeds", "auto")
+    assert proc.returncode == 4 and "give a number of seeds with --sweep" in proc.stderr, proc.output
+
+
+def test_the_report_and_findings_rank_one_point_at_a_time():
+    df = pd.DataFrame({"case_id": ["rope-k_back-L64-layers1", "rope-k_back-L64-layers2", "alibi-copy-L32"]})
+    with pytest.raises(PointError, match=r"2 sweep points \(layers1, layers2\); .* give --point POINT"):
+        one_point(df, None)
+    assert list(one_point(df, "layers2")["case_id"]) == ["rope-k_back-L64-layers2", "alibi-copy-L32"]
+    with pytest.raises(PointError, match="--point 'layers3' is not among .*: layers1, layers2"):
+        one_point(df, "layers3")
