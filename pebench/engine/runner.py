@@ -185,9 +185,9 @@ class Runner:
             raise ConfigError(case.id, reason)
 
     def encoding_context(self, task: Task, encoding: str | None = None) -> EncodingContext:
-        s = self.settings
+        cfg = self.settings.model_config(task, encoding)  # the sizes at the settings' scale
         return EncodingContext(
-            d_model=s.d_model, n_heads=s.n_heads, n_layers=s.layers_for(encoding), max_len=task.max_length(),
+            d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=cfg.n_layers, max_len=task.max_length(),
             train_length=task.train_length,
         )
 

@@ -52,6 +52,14 @@ class _ConfigValue:
         obj.config[self.name] = value
 
 
+SCALES: dict[str, tuple[int, int, int, float]] = {"tiny": (1, 1, 1, 1.0), "small": (2, 2, 2, 1.5),
+                                                  "base": (3, 3, 2, 2.0)}  # fmt: skip
+"""``--scale``: factors of (width, depth, heads, steps) on the settings. ``tiny`` is the settings as they are (the
+defaults: d_model 128, 2 blocks, 4 heads, each task's steps); ``small`` (256, 4, 8, 1.5x the steps) costs about
+4 x 2 x 1.5 = 12 times a tiny model's training compute (width² x depth x steps), ``base`` (384, 6, 8, 2x) about 54
+times. A factor applies to whatever the flags set (``--d-model 64 --scale small`` is 128 wide)."""
+
+
 @dataclass(init=False)
 class Settings:
     """The knobs of a run (the suite's command-line options). ``steps`` None means the task's own default.
@@ -63,6 +71,8 @@ class Settings:
     (:func:`pebench.engine.device.resolve_precision`)."""
 
     steps: int | None = None
+    scale: str = "tiny"
+    """A preset of :data:`SCALES`: factors on the width, depth, heads and steps below."""
     n_layers: int | None = None
     """Transformer blocks; None: the encoding's :attr:`~pebench.encodings.PositionalEncoding.default_layers`, else
     :attr:`ModelConfig.n_layers` (see :meth:`layers_for`)."""
@@ -107,30 +117,40 @@ class Settings:
         from pebench.engine.device import pick_device, resolve_precision
 
         steps = self.steps if self.steps is not None else (task.default_steps or TrainConfig.steps)
+        steps = round(steps * SCALES[self.scale][3])
         precision = resolve_precision(self.precision, pick_device(self.device))
         return TrainConfig(**self._given(TrainConfig) | {"steps": steps, "precision": precision})
 
     def layers_for(self, encoding: str | None = None) -> int:
         """The depth of ``encoding``'s models: ``--layers`` when given, else the encoding's ``default_layers``,
-        else the global default."""
+        else the global default; times the depth factor of :attr:`scale`."""
+        depth = SCALES[self.scale][1]
         if self.n_layers is not None:
-            return self.n_layers
+            return self.n_layers * depth
         if encoding is not None:
             from pebench import encodings
 
             own = encodings.get(encoding).default_layers
             if own is not None:
-                return own
-        return ModelConfig.n_layers
+                return own * depth
+        return ModelConfig.n_layers * depth
+
+    def _model_values(self, encoding: str | None) -> dict[str, Any]:
+        width, _, heads, _ = SCALES[self.scale]
+        given = self._given(ModelConfig)
+        return given | {"d_model": given["d_model"] * width, "n_heads": given["n_heads"] * heads,
+                        "n_layers": self.layers_for(encoding)}  # fmt: skip
 
     def model_config(self, task: Task, encoding: str | None = None) -> ModelConfig:
-        return ModelConfig(**self._given(ModelConfig) | {"vocab_size": task.vocab_size,
-                                                          "n_layers": self.layers_for(encoding)})  # fmt: skip
+        """The model of ``task`` (and ``encoding``, for its own depth), at :attr:`scale`."""
+        return ModelConfig(**self._model_values(encoding) | {"vocab_size": task.vocab_size})
 
     def check(self) -> None:
         """Validate through the configs' own checks; an error names the settings as command-line flags."""
         try:
-            ModelConfig(**self._given(ModelConfig) | {"vocab_size": 1, "n_layers": self.layers_for()})
+            if self.scale not in SCALES:
+                raise PebenchError(f"--scale {self.scale!r} is invalid; valid: {', '.join(SCALES)}")
+            ModelConfig(**self._model_values(None) | {"vocab_size": 1})
             TrainConfig(**self._given(TrainConfig) | {"steps": TrainConfig.steps if self.steps is None else self.steps,
                                                       "precision": "fp32" if self.precision == "auto"
                                                       else self.precision})  # fmt: skip
@@ -200,6 +220,10 @@ _FLAGS = (
           "on a GPU, not on the CPU, where it measured slower), on or off (docs/scale-out.md)",
           {"default": "auto", "choices": ("auto", "on", "off")}, "suite", "run"),
     *(_config_flag(name, f) for name, (cls, f) in CONFIG_FIELDS.items() if cls is ModelConfig),
+    _flag("--scale", "scale", "model and training size: tiny (the settings as given: d_model 128, 2 blocks, 4 heads, "
+          "each task's steps), small (2x width, depth and heads, 1.5x steps) or base (3x width and depth, 2x heads, "
+          "2x steps); factors on the other flags (docs/sweeps.md#scale)", {"default": "tiny", "choices": tuple(SCALES)},
+          "suite", "run", "setting"),
     _flag("--layers", "n_layers", f"transformer blocks (default {ModelConfig.n_layers}, or the encoding's own "
           "default_layers: nope, nope_qknorm 6, see docs/encodings.md)", {"type": int, "default": Settings.n_layers},
           "suite", "run", "setting", "sizes"),

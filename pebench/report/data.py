@@ -9,11 +9,12 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from pebench.analysis.sweeps import one_point
+from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
 from pebench.errors import PebenchError
 from pebench.report import attn, charts, header, views
 from pebench.report.findings import findings_view
+from pebench.report.sweep import sweep_view
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id, safe_url
 
@@ -74,7 +75,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         if choice != "all" and (runs or choice not in ("latest", "previous")):
             run_ids = [resolve_run_id(engine, choice)]
         sel, shown_runs = select(df, run_ids, choice)
-        sel = one_point(sel, point)
+        every_point, sel = sel, one_point(sel, point)
         if choice != "all":
             shown_runs = run_ids
         run_rows = [r for r in runs if r["id"] in set(shown_runs)]
@@ -122,6 +123,9 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             superseded=int(len(df) - len(sel)) if choice == "all" else 0,
             findings=findings_view(sel),
             any_partial=any(e.partial for e in assembled.entries),
+            point=point,
+            sweep=sweep_view(rankings(store_load.attach_json(engine, every_point)), assembled.colors)
+            if len(points(every_point)) > 1 else [],
         )
         return context
     finally:

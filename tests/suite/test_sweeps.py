@@ -74,19 +74,22 @@ def test_results_of_points_are_shown_apart():
 def test_a_two_value_sweep_trains_two_models_and_reuses_each(run_suite, tiny, tmp_path):
     db = tmp_path / "r.db"
     url = f"sqlite:///{db}"
-    args = ("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--db", url, "--no-cache",
-            "--sweep", "layers=1,2")
+    args = ("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--db", url,
+            "--no-cache", "--sweep", "layers=1,2")
     first = run_suite(*args, "--report", str(tmp_path / "page.html"))
     assert first.returncode == 0, first.output
     df = load(url)
-    assert sorted(df["case_id"]) == ["rope-k_back-L64-layers1", "rope-k_back-L64-layers2"]
-    assert df["config_hash"].nunique() == 2
-    assert sorted(c["model"]["n_layers"] for c in df["config"]) == [1, 2]
+    assert sorted(df["case_id"]) == ["alibi-k_back-L64-layers1", "alibi-k_back-L64-layers2", "rope-k_back-L64-layers1",
+                                     "rope-k_back-L64-layers2"]  # fmt: skip
+    assert df["config_hash"].nunique() == 4
+    assert sorted(c["model"]["n_layers"] for c in df["config"]) == [1, 1, 2, 2]
     assert "k_back (train length 64, at layers1)" in first.stdout and "at layers2" in first.stdout
-    assert (tmp_path / "page-layers1.html").is_file() and (tmp_path / "page-layers2.html").is_file()
+    for point in ("layers1", "layers2"):  # one page per point, each with the rankings across the sweep
+        page = (tmp_path / f"page-{point}.html").read_text()
+        assert 'id="sweep"' in page and f"sweep point <b>{point}</b>" in page and "reference" in page
     again = run_suite(*args, "--reuse")
     assert again.returncode == 0, again.output
-    assert "pebench --reuse: 2 of 2 results copied" in again.stdout
+    assert "pebench --reuse: 4 of 4 results copied" in again.stdout
     one = run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64 and layers2", *tiny, "--steps", "4", "--db",
                     url, "--no-cache", "--sweep", "layers=1,2")  # fmt: skip
     assert one.returncode == 0 and "1 passed" in one.stdout, one.output
@@ -113,3 +116,19 @@ def test_the_report_and_findings_rank_one_point_at_a_time():
     assert list(one_point(df, "layers2")["case_id"]) == ["rope-k_back-L64-layers2", "alibi-copy-L32"]
     with pytest.raises(PointError, match="--point 'layers3' is not among .*: layers1, layers2"):
         one_point(df, "layers3")
+
+
+def test_scale_presets_grow_width_depth_heads_and_steps():
+    runner = Runner(Settings(), sweep=Sweep.parse(["scale=tiny,small,base"]))
+    sizes = {}
+    for point in runner.sweep.points("rope", "k_back"):
+        config = runner.describe(Case("rope", "k_back", 64, 0, point))
+        sizes[point] = (config["model"]["d_model"], config["model"]["n_layers"], config["model"]["n_heads"],
+                        config["train"]["steps"])  # fmt: skip
+    assert sizes == {"scaletiny": (128, 2, 4, 200), "scalesmall": (256, 4, 8, 300), "scalebase": (384, 6, 8, 400)}
+    assert Runner(Settings()).describe(Case("rope", "k_back", 64)) == \
+        runner.describe(Case("rope", "k_back", 64, 0, "scaletiny"))  # fmt: skip
+    small = Settings(scale="small", d_model=64, n_layers=1)  # factors on whatever the flags set
+    assert (small.model_config(runner.task("k_back"), "nope").d_model, small.layers_for("nope")) == (128, 2)
+    with pytest.raises(PebenchError, match="--scale 'huge' is invalid; valid: tiny, small, base"):
+        Settings(scale="huge").check()
