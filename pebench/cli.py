@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pebench.errors import PebenchError
 
@@ -129,6 +129,8 @@ def _results(args: argparse.Namespace) -> int:
     from pebench.store.load import load, run_table
 
     df = load(_db(args), args.run)
+    if args.stale:
+        return _stale(df)
     runs = run_table(_db(args), sorted(set(df["run_id"])) if args.run is not None else None)
     if not runs.empty:
         with pd.option_context("display.max_rows", None, "display.width", 200):
@@ -146,10 +148,25 @@ def _results(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stale(df: Any) -> int:
+    """``pebench results --stale``: the cells whose latest result was trained by other code than this pebench's."""
+    from pebench.engine.code import stale_cells
+
+    cells = stale_cells(df)
+    for line in cells:
+        print(line)
+    print(f"{len(cells)} stale cell(s) of {df.groupby(['encoding', 'task']).ngroups if not df.empty else 0} "
+          "(encoding, task) pairs" + ("; rebuild them with the suite and --reuse (the others are copied)"
+                                      if cells else ""))  # fmt: skip
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
+    from pebench.analysis.reference import reference_url
     from pebench.report.page import render_report
 
-    info = render_report(_db(args), args.output, args.run, args.point)
+    reference = reference_url(args.with_reference) if args.with_reference is not None else None
+    info = render_report(_db(args), args.output, args.run, args.point, reference)
     runs = ", ".join(str(r) for r in info.runs) or "none"
     print(
         f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
@@ -220,63 +237,10 @@ def _database(args: argparse.Namespace) -> int:
     return 0 if state.kind == "current" else 1
 
 
-def _shipped_spread_command() -> str:
-    """The command that regenerates the shipped seed-spread data, as the data records it (one JSON read: the
-    parser's help needs it on every start, without the analysis stack)."""
-    import json
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent / "data" / "seed_spread.json"
-    return json.loads(path.read_text())["provenance"]["regenerate"] if path.is_file() else "(no shipped data)"
-
-
-def spread_command(tasks: str) -> str:
-    """The commands that measure the seed spread of ``tasks`` (comma-separated) and merge it into the shipped data."""
-    from pebench.bench.tasks import CORE_ENCODINGS
-
-    return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks} --seeds 3 "
-            "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
-            "-o pebench/data/seed_spread.json")  # fmt: skip
-
-
 def _seed_spread(args: argparse.Namespace) -> int:
-    import datetime as dt
-    import json
-    from pathlib import Path
+    from pebench.bench.spread import seed_spread
 
-    from pebench.analysis.noise import measure_spread, spread_table
-    from pebench.store.load import load
-
-    df = load(_db(args), args.run)
-    tasks = measure_spread(df)
-    if not tasks:
-        raise PebenchError(f"run {args.run} has no task with two or more seeds of one configuration; run the cases "
-                           f"with --seeds 3 first: {_shipped_spread_command()}")  # fmt: skip
-    print("\n".join(spread_table(tasks)))
-    if args.output:
-        first = df.iloc[0]
-        provenance = {
-            "run": int(first["run_id"]), "git_commit": first["run_git_commit"],
-            "git_dirty": bool(first["run_git_dirty"]),
-            "torch_version": first["run_torch_version"], "device": first["run_device"],
-            "measured": f"{first['run_started_at']:%Y-%m-%d}",
-            "written": dt.date.today().isoformat(), "regenerate": spread_command(",".join(sorted(tasks))),
-        }  # fmt: skip
-        out = Path(args.output)
-        previous = json.loads(out.read_text()) if out.is_file() else {}
-        old_prov = {k: v for k, v in previous.get("provenance", {}).items() if k != "what"}  # a file-level one
-        kept = {name: {**entry, "provenance": entry.get("provenance") or old_prov}
-                for name, entry in previous.get("tasks", {}).items() if name not in tasks}  # fmt: skip
-        merged = dict(sorted({**kept, **{t: {**e, "provenance": provenance} for t, e in tasks.items()}}.items()))
-        data = {"provenance": {"what": SPREAD_WHAT, "regenerate": spread_command(",".join(merged))}, "tasks": merged}
-        out.write_text(json.dumps(data, indent=1, default=str) + "\n")
-        print(f"wrote {args.output} ({len(tasks)} tasks measured in run {provenance['run']}, {len(kept)} kept)")
-    return 0
-
-
-SPREAD_WHAT = ("seed-to-seed standard deviation of one result's normalised score, pooled over the encodings and "
-               "evaluated lengths of each task (pebench/analysis/noise.py); each task's provenance is the run that "
-               "measured it (pebench seed-spread -o merges: the run's tasks replace their entries, the others stay)")
+    return seed_spread(_db(args), args.run, args.output)
 
 
 class Parser(argparse.ArgumentParser):
@@ -288,6 +252,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pebench.bench.spread import shipped_spread_command
     from pebench.engine.settings import add_flags, dests
     from pebench.testing import new as new_command
 
@@ -353,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("results", help="print the results stored in a database")
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default=None, help="run id, latest or previous (default: all)")
+    p.add_argument("--stale", action="store_true", help="list only the (encoding, task) cells whose latest result "
+                   "was trained by other code than this pebench's (another code_version): to be rebuilt")  # fmt: skip
     p.set_defaults(func=_results)
 
     p = sub.add_parser("report", help="render the leaderboard of a run as one self-contained HTML page")
@@ -361,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="leaderboard.html", help="output file (default leaderboard.html)")
     p.add_argument("--point", metavar="POINT", help="with a sweep, the point to show (e.g. layers4); a page never "
                    "ranks two points together (docs/sweeps.md)")  # fmt: skip
+    add_flags(p.add_argument, ["with_reference"])
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.set_defaults(func=_report)
 
@@ -422,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
         "differences must exceed to be marked)",
         description=f"From a run with several seeds per case, print (and with -o write) each task's pooled seed-to-"
         f"seed standard deviation of normalised scores. The shipped data is regenerated with: "
-        f"{_shipped_spread_command()}",
+        f"{shipped_spread_command()}",
     )
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default="latest", help="run id, latest or previous (default latest)")

@@ -8,12 +8,11 @@ configuration, so a later session (or another xdist worker) loads it instead of 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from pebench.case import Case
 from pebench.encodings.base import EncodingContext
 from pebench.encodings.registry import not_applicable
 from pebench.engine.checkpoints import CheckpointStore
+from pebench.engine.code import code_version, plugin_code
 from pebench.engine.device import pick_device, resolve_precision, worker_device
 from pebench.engine.evaluation import eval_positions, evaluate
 from pebench.engine.packing import packable, train_packed
@@ -34,7 +34,6 @@ from pebench.engine.training import TrainInfo, train
 from pebench.errors import ConfigError, PebenchError
 from pebench.hashing import config_hash, derive_seed
 from pebench.models import Transformer
-from pebench.plugins import external_files
 from pebench.status import ResultStatus
 from pebench.store import attention
 from pebench.store.record import ResultRecord
@@ -52,54 +51,6 @@ class TrainedModel:
     model: Transformer
     info: TrainInfo
     reused: bool
-
-
-def _source_files(*modules: Any) -> Iterable[Path]:
-    for mod in modules:
-        path = Path(mod.__file__)
-        if path.name == "__init__.py":
-            yield from sorted(path.parent.glob("*.py"))
-        else:
-            yield path
-
-
-def code_version(encoding_cls: type, task_cls: type) -> str:
-    """Hash of the source that affects results: model, trainer (with packing and the stop rule), evaluation, the
-    bases, this encoding's and this task's modules, and a plugin's source files (:func:`pebench.plugins.external_files`;
-    none for pebench's own classes, whose hash is what it was before plugins)."""
-    import inspect
-
-    from pebench import models
-    from pebench.encodings import base as enc_base
-    from pebench.engine import evaluation, packing, stopping, training
-    from pebench.tasks import base as task_base
-
-    h = hashlib.sha256()
-    files = [*_source_files(models, training, packing, stopping, evaluation, enc_base, task_base)]
-    for cls in (encoding_cls, task_cls):
-        for klass in cls.__mro__:
-            mod = inspect.getmodule(klass)
-            if mod is not None and getattr(mod, "__file__", None) and mod.__name__.startswith("pebench."):
-                files.append(Path(mod.__file__))
-    for path in sorted(set(files)):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    for path in external_files(encoding_cls, task_cls):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def plugin_code(encoding_cls: type, task_cls: type) -> str:
-    """Hash of the plugin source files of an (encoding, task) pair; "" when both are pebench's own."""
-    files = external_files(encoding_cls, task_cls)
-    if not files:
-        return ""
-    h = hashlib.sha256()
-    for path in files:
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
 
 
 @torch.no_grad()

@@ -259,6 +259,10 @@ _FLAGS = (
     _flag("--timing-table", "timing_table", "also print pytest-benchmark's table of training times (one round per "
           "trained model)", {"action": "store_true"}, "suite"),
     _flag("--report", "report", "render the run's HTML leaderboard to PATH at the end", {"metavar": "PATH"}, "suite"),
+    _flag("--with-reference", "with_reference", "with --report (or pebench report): put the run beside the reference "
+          "results of every encoding it did not run, where comparable (same task version and configuration); URL: "
+          "a database of reference runs (default: the results shipped with pebench)",
+          {"nargs": "?", "const": "", "default": None, "metavar": "URL"}, "suite"),
     _flag("--reuse", "reuse", "copy a case's result from an earlier run with the same config hash and code version "
           "instead of training (marked reused_from in the database)", {"action": "store_true"}, "regression", "run"),
     _flag("--baseline", "baseline", "fail each case that regressed against this run of the database (previous: the "

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
+from pebench.analysis.reference import Joined, join
 from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
 from pebench.errors import PebenchError
@@ -64,8 +65,26 @@ def previous_comparable(df: pd.DataFrame, sel: pd.DataFrame) -> pd.DataFrame:
     return earlier[earlier["run_id"] == latest]
 
 
-def build_context(db_url: str, run: int | str | None = "latest", point: str | None = None) -> dict[str, Any]:
-    """Everything the template needs, from the database at ``db_url`` (one sweep point of it, :func:`one_point`)."""
+def _reference(url: str, sel: pd.DataFrame) -> tuple[Joined, dict[str, Any]]:
+    """The reference results at ``url`` joined with ``sel`` (:func:`pebench.analysis.reference.join`), and their
+    learning curves (read here: result ids are those of the reference database)."""
+    engine = open_db(url, create=False)
+    try:
+        ref = store_load.load_light(engine)
+        ref = store_load.attach_json(engine, ref) if not ref.empty else ref.assign(config=[], metrics=[])
+        joined = join(sel, ref)
+        keys = {(t, int(L)): (t, t) for t, L in zip(joined.rows["task"], joined.rows["train_length"], strict=True)}
+        curves = charts.curves(engine, joined.rows, keys) if not joined.rows.empty else {}
+        return joined, curves
+    finally:
+        engine.dispose()
+
+
+def build_context(db_url: str, run: int | str | None = "latest", point: str | None = None,
+                  reference: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Everything the template needs, from the database at ``db_url`` (one sweep point of it, :func:`one_point`;
+    with ``reference``, a database URL, beside the comparable reference results of the encodings it does not have:
+    :mod:`pebench.analysis.reference`)."""
     choice = _check_run(run)
     engine = open_db(db_url, create=False)
     try:
@@ -87,6 +106,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             "header": header.header_info(sel, run_rows, mode),
             "empty": sel.empty,
             "n_runs_in_db": len(runs),
+            "reference": None,
         }
         if sel.empty:
             return context
@@ -94,6 +114,14 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         prev = previous_comparable(df, sel) if choice != "all" else sel.iloc[0:0]
         configs = dict(zip(sel["config_hash"], sel["config"], strict=True))
         prev = prev.assign(config=[configs.get(h, {}) for h in prev["config_hash"]], metrics=[{}] * len(prev))
+        superseded = int(len(df) - len(sel)) if choice == "all" else 0
+        own, ref_curves = sel, {}
+        if reference is not None:
+            joined, ref_curves = _reference(reference, sel)
+            sel = pd.concat([sel, joined.rows], ignore_index=True)
+            context["reference"] = {"url": safe_url(reference), "encodings": joined.encodings,
+                                    "n_cells": len(joined.rows), "not_comparable": joined.not_comparable,
+                                    "stale": joined.stale, "yours": sorted(set(own["encoding"]))}  # fmt: skip
         assembled = views.assemble(sel, prev)
         groups, keys = assembled.groups, assembled.keys
         by_key = {keys[tk][0]: tk for tk in groups}
@@ -102,7 +130,10 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             attn.attention_maps(view, groups[by_key[view.key]])
         order = [e.encoding for e in assembled.entries]
         failures, n_failures = header.failures(sel)
-        curves = charts.curves(engine, sel, keys)
+        curves = charts.curves(engine, own, keys)
+        for column, by_task in ref_curves.items():  # the reference's curves, under this page's task keys
+            for (task, _), (page_key, _) in keys.items():
+                curves.setdefault(column, {}).setdefault(page_key, {}).update(by_task.get(task, {}))
         context.update(
             tasks=assembled.tasks,
             entries=assembled.entries,
@@ -120,7 +151,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             failures=failures,
             n_failures=n_failures,
             max_failures=header.MAX_FAILURES_SHOWN,
-            superseded=int(len(df) - len(sel)) if choice == "all" else 0,
+            superseded=superseded,
             findings=findings_view(sel),
             any_partial=any(e.partial for e in assembled.entries),
             point=point,

@@ -145,12 +145,26 @@ def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
         ) from None
 
 
-def _check_report_path(config: pytest.Config) -> None:
+def _check_report_path(config: pytest.Config) -> str | None:
+    """Check ``--report``'s path; the reference database of ``--with-reference`` (None without it), checked."""
     report = config.getoption("report")
     if report is not None:
         parent = Path(report).expanduser().resolve().parent
         if Path(report).is_dir() or not parent.is_dir():
             raise PebenchError(f"--report {report!r}: give a file name in an existing directory")
+    if config.getoption("with_reference") is None:
+        return None
+    if report is None:
+        raise PebenchError("--with-reference puts the run beside the reference results on the --report page: give "
+                           "--report PATH too (or run pebench report --with-reference afterwards)")  # fmt: skip
+    from pebench.analysis.reference import reference_url
+    from pebench.store.database import check_db
+
+    url = reference_url(config.getoption("with_reference"))
+    if check_db(url).kind != "current":
+        raise PebenchError(f"--with-reference {url}: not a pebench results database of this version "
+                           "(pebench db status --db URL says why)")  # fmt: skip
+    return url
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -209,7 +223,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if is_worker(config):
             state.baseline = baseline(config, state)
         else:
-            _check_report_path(config)
+            state.reference = _check_report_path(config)
             open_database(config, state)
         config.stash[STATE] = state
         if not is_worker(config):

@@ -34,6 +34,8 @@ class SuiteState:
     seeds: SeedPlan = field(default_factory=SeedPlan)
     adaptive: AdaptiveSeeds | None = None
     executor_summary: str = ""
+    reference: str | None = None
+    """``--with-reference``: the database of reference results the ``--report`` page puts the run beside."""
 
     @property
     def several_seeds(self) -> bool:

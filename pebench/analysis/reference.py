@@ -1,0 +1,126 @@
+"""Your row beside the field (``--with-reference``, issue 29 item 6): a run's results joined with reference results
+for every encoding the run did not train, only where the two are comparable.
+
+Two results are comparable when their configurations agree on everything but the encoding: the task (name,
+version, options), the training (steps, batch, learning rate, stop rule, precision ...), the evaluation and the model
+sizes, the depth counted as *the encoding's default* when it is (NoPE's default 6 blocks and RoPE's 2 are both "the
+default"; a run with ``--layers 4`` is only comparable with reference results at 4). :func:`comparable_key` is that
+identity. The reference rows joined are the latest result of each case of the reference database, only for the
+tasks and evaluated lengths the run has, and only where some result of the run on the same task has the same key;
+every reference (encoding, task) that is left out is listed with why (``task k_back: version 1 here, 2 in the
+run``, ``configuration differs: train.steps 200 vs 400``).
+
+A reference result trained by other code than the installed pebench (another ``code_version``) is still the same
+configuration; it is joined and counted as stale (``pebench results --stale`` lists such cells, to be rebuilt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pebench import encodings
+from pebench.errors import PebenchError
+from pebench.hashing import config_hash
+from pebench.models import ModelConfig
+
+DEFAULT_DEPTH = "default"
+REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "reference.db"
+"""The reference results shipped in the package (built last, at the final defaults: issue 29 item 5)."""
+
+
+def reference_url(given: str | None) -> str:
+    """The database of reference results: ``given`` (a URL), else the shipped :data:`REFERENCE_FILE`; a one-line
+    error when neither is there."""
+    if given:
+        return given
+    if not REFERENCE_FILE.is_file():
+        raise PebenchError(f"no reference results ship with this pebench ({REFERENCE_FILE.name} is not in "
+                           f"{REFERENCE_FILE.parent}); give --with-reference URL, a database with reference runs")
+    return f"sqlite:///{REFERENCE_FILE}"
+
+
+def _default_layers(encoding: str) -> int:
+    try:
+        own = encodings.get(encoding).default_layers
+    except KeyError:  # an encoding this pebench does not know (a plugin not loaded): the global default
+        own = None
+    return own if own is not None else ModelConfig.n_layers
+
+
+def comparable_part(config: Mapping[str, Any], encoding: str) -> dict[str, Any]:
+    """``config`` without the encoding, and with the model's depth written ``default`` when it is the encoding's
+    default depth (see the module docstring)."""
+    part = {k: v for k, v in config.items() if k not in ("encoding", "max_len")}
+    model = dict(part.get("model") or {})
+    if model.get("n_layers") == _default_layers(encoding):
+        model["n_layers"] = DEFAULT_DEPTH
+    part["model"] = model
+    return part
+
+
+def comparable_key(config: Mapping[str, Any], encoding: str) -> str:
+    """The hash of :func:`comparable_part`: equal for two results that differ only in their encoding."""
+    return config_hash(comparable_part(config, encoding))
+
+
+def _difference(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> str:
+    """The first setting in which the flat views of ``a`` and ``b`` differ: ``train.steps 200 vs 400``."""
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if x == y:
+            continue
+        if isinstance(x, Mapping) and isinstance(y, Mapping):
+            return _difference(x, y, f"{prefix}{key}.")
+        return f"{prefix}{key} {x!r} vs {y!r}"
+    return "nothing"
+
+
+@dataclass
+class Joined:
+    """The reference rows joined with a run, and what was left out."""
+
+    rows: pd.DataFrame
+    encodings: list[str] = field(default_factory=list)
+    not_comparable: list[str] = field(default_factory=list)
+    """One line per reference (encoding, task) left out, with why."""
+    stale: int = 0
+    """Joined rows trained by another code version than the run's."""
+
+
+def join(run: pd.DataFrame, reference: pd.DataFrame) -> Joined:
+    """The rows of ``reference`` (latest result per case, with ``config``) to show beside ``run`` (with
+    ``config``): encodings ``run`` does not have, on its tasks and evaluated lengths, with a :func:`comparable_key`
+    that some result of ``run`` on the same task has (see the module docstring)."""
+    if run.empty or reference.empty:
+        return Joined(reference.iloc[0:0])
+    mine = set(run["encoding"])
+    ref = reference[~reference["encoding"].isin(mine)]
+    ref = ref.sort_values("id").drop_duplicates(["encoding", "task", "train_length", "eval_length", "seed",
+                                                  "case_id"], keep="last")  # fmt: skip
+    keys = {(t, comparable_key(c, e)) for t, c, e in zip(run["task"], run["config"], run["encoding"], strict=True)}
+    example = {t: comparable_part(c, e) for t, c, e in zip(run["task"], run["config"], run["encoding"], strict=True)}
+    lengths = run.groupby("task")["eval_length"].agg(set).to_dict()
+    codes = set(run["code_version"]) if "code_version" in run else set()
+    keep, out = [], []
+    for (enc, task), g in ref.groupby(["encoding", "task"], sort=True):
+        if task not in example:
+            continue  # a task the run did not train: nothing to put the reference beside
+        first = g.iloc[0]
+        if (task, comparable_key(first["config"], enc)) not in keys:
+            mine_task = (example[task].get("task") or {})
+            theirs = (first["config"].get("task") or {})
+            if mine_task.get("version") != theirs.get("version"):
+                why = f"task {task}: version {theirs.get('version')} in the reference, {mine_task.get('version')} here"
+            else:
+                why = f"configuration differs: {_difference(comparable_part(first['config'], enc), example[task])}"
+            out.append(f"{enc} on {task}: {why}")
+            continue
+        keep.append(g[g["eval_length"].isin(lengths[task])])
+    rows = pd.concat(keep) if keep else ref.iloc[0:0]
+    stale = int((~rows["code_version"].isin(codes)).sum()) if codes and "code_version" in rows else 0
+    return Joined(rows, sorted(set(rows["encoding"])), out, stale)

@@ -1,0 +1,91 @@
+"""``--with-reference``: a run beside the reference results of the encodings it did not train, joined only where
+the configuration is the same but for the encoding (issue 29 item 6); ``pebench results --stale`` (item 5)."""
+
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from pebench.analysis.reference import comparable_key, join
+from pebench.cli import main
+from pebench.errors import PebenchError
+
+
+def _config(enc, layers=2, steps=200, version=2):
+    return {"encoding": {"name": enc, "version": "1", "options": {}}, "max_len": 512,
+            "task": {"name": "k_back", "version": version, "options": {}},
+            "model": {"vocab_size": 50, "d_model": 128, "n_layers": layers, "n_heads": 4},
+            "train": {"steps": steps, "lr": 0.003}, "eval": {"samples": 256}}  # fmt: skip
+
+
+def _rows(specs):
+    rows = []
+    for i, (enc, task, length, config) in enumerate(specs):
+        rows.append({"id": i, "case_id": f"{enc}-{task}-L{length}", "encoding": enc, "task": task, "train_length": 64,
+                     "eval_length": length, "seed": 0, "config": config, "code_version": "c1"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_only_comparable_cells_are_joined():
+    run = _rows([("rope", "k_back", 64, _config("rope")), ("rope", "k_back", 128, _config("rope"))])
+    ref = _rows([
+        ("nope", "k_back", 64, _config("nope", layers=6)),  # its own default depth: comparable
+        ("nope", "k_back", 512, _config("nope", layers=6)),  # a length the run does not have: left out
+        ("rope", "k_back", 64, _config("rope")),  # the run's own encoding: never from the reference
+        ("alibi", "k_back", 64, _config("alibi", version=1)),
+        ("t5", "k_back", 64, _config("t5", steps=400)),
+        ("xpos", "k_back", 64, _config("xpos", layers=4)),  # not its default depth
+        ("alibi", "copy", 32, _config("alibi")),  # a task the run did not train
+    ])  # fmt: skip
+    joined = join(run, ref)
+    assert list(joined.rows["case_id"]) == ["nope-k_back-L64"] and joined.encodings == ["nope"]
+    assert joined.not_comparable == ["alibi on k_back: task k_back: version 1 in the reference, 2 here",
+                                     "t5 on k_back: configuration differs: train.steps 400 vs 200",
+                                     "xpos on k_back: configuration differs: model.n_layers 4 vs 'default'"]
+    assert comparable_key(_config("nope", layers=6), "nope") == comparable_key(_config("rope"), "rope")
+    assert comparable_key(_config("rope", layers=6), "rope") != comparable_key(_config("rope"), "rope")
+
+
+def test_the_page_puts_the_run_beside_the_reference(run_suite, tiny, tmp_path):
+    ref, mine = f"sqlite:///{tmp_path / 'ref.db'}", f"sqlite:///{tmp_path / 'mine.db'}"
+    common = ("--task", "k_back", "-k", "L64 or L128", *tiny, "--steps", "4", "--no-cache")
+    assert run_suite("--encoding", "rope,alibi", *common, "--db", ref).returncode == 0
+    page = tmp_path / "page.html"
+    proc = run_suite("--encoding", "sinusoidal", *common, "--db", mine, "--report", str(page), "--with-reference", ref)
+    assert proc.returncode == 0, proc.output
+    html = page.read_text()
+    assert 'id="reference"' in html and "4 results of 2 encodings this run did not train" in html
+    assert html.count('<span class="badge yours">yours</span>') >= 2  # leaderboard row and task row
+    assert "data-v=\"alibi\"" in html and "data-v=\"rope\"" in html
+    other = tmp_path / "other.html"  # another step budget: nothing joined, each pair listed with why
+    assert run_suite("--encoding", "sinusoidal", *common[:-3], "--steps", "5", "--no-cache",
+                     "--db", mine).returncode == 0  # fmt: skip
+    assert main(["report", "--db", mine, "-o", str(other), "--with-reference", ref]) == 0
+    text = other.read_text()
+    assert "0 results of 0 encodings" in text and "rope on k_back: configuration differs: train.steps 4 vs 5" in text
+
+
+def test_stale_cells_are_listed(run_suite, tiny, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    assert run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "2",
+                     "--no-cache", "--db", url).returncode == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["results", "--db", url, "--stale"]) == 0
+    assert capsys.readouterr().out.strip() == "0 stale cell(s) of 2 (encoding, task) pairs"
+    with sqlite3.connect(tmp_path / "r.db") as con:
+        con.execute("UPDATE results SET code_version = 'old' WHERE encoding = 'alibi'")
+    assert main(["results", "--db", url, "--stale"]) == 0
+    out = capsys.readouterr().out
+    assert "alibi on k_back: trained by code old (run 1), this pebench is " in out and "1 stale cell(s) of 2" in out
+
+
+def test_reference_errors_are_one_line(run_suite, tiny, tmp_path):
+    from pebench.analysis.reference import REFERENCE_FILE, reference_url
+
+    if not REFERENCE_FILE.is_file():
+        with pytest.raises(PebenchError, match="no reference results ship with this pebench"):
+            reference_url(None)
+    proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", f"sqlite:///{tmp_path / 'r.db'}",
+                     "--with-reference", f"sqlite:///{tmp_path / 'ref.db'}")  # fmt: skip
+    assert proc.returncode == 4 and "give --report PATH too" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "r.db").exists()
