@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from pebench import metrics
+from pebench.analysis import lr
 from pebench.analysis.scoring import ok_scores
 from pebench.analysis.stats import Estimate, estimate
 from pebench.case import Case
@@ -275,7 +276,13 @@ def compare_runs(url: str, base: int | str, current: int | str, tol: Tolerances 
         engine.dispose()
     if base_id == current_id:
         raise CompareError(f"BASE and CURRENT are the same run ({base_id})")
-    return compare_frames(load(url, base_id), load(url, current_id), tol or Tolerances(), base_id, current_id)
+    base_df, current_df = load(url, base_id), load(url, current_id)
+    options = [df["run_options"].iloc[0] if not df.empty else {} for df in (base_df, current_df)]
+    try:
+        lr.check_same_protocol(*options, what=f"runs {base_id} and {current_id}")
+    except PebenchError as err:
+        raise CompareError(str(err)) from None
+    return compare_frames(base_df, current_df, tol or Tolerances(), base_id, current_id)
 
 
 # -- text output -------------------------------------------------------------------------------------------------

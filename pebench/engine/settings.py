@@ -240,6 +240,9 @@ _FLAGS = (
           "rope:base=100,10000 (repeatable: the sweeps multiply); each value is its own model and a part of the case "
           "id (rope-k_back-L64-layers4; docs/sweeps.md)", {"action": "append", "default": [],
                                                              "metavar": "NAME=V1,V2,..."}, "suite", "run"),
+    _flag("--lr-sweep", "lr_sweep", "train every case at each learning rate (default 0.001,0.003,0.01) and report "
+          "each (encoding, task, seed) at the rate with the best in-distribution validation (docs/sweeps.md)",
+          {"nargs": "?", "const": "", "default": None, "metavar": "V1,V2,..."}, "suite", "run"),
     _flag("--encoding", "encoding", "comma-separated encodings to run (default: all)", {}, "suite", "run"),
     _flag("--task", "task", "comma-separated tasks to run (default: all)", {}, "suite", "run"),
     _flag("--encoding-options", "encoding_options", "options of one encoding, e.g. rope:base=500 (repeatable)",

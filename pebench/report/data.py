@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
+from pebench.analysis import lr
 from pebench.analysis.reference import Joined, join
 from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
@@ -65,6 +66,14 @@ def previous_comparable(df: pd.DataFrame, sel: pd.DataFrame) -> pd.DataFrame:
     return earlier[earlier["run_id"] == latest]
 
 
+def lr_view(rates: str, sel: pd.DataFrame) -> dict[str, Any]:
+    """The page's notice for an ``--lr-sweep`` run: the rates and how many cells chose each."""
+    cells = sel.drop_duplicates(["encoding", "task", "train_length", "seed"]) if not sel.empty else sel
+    counts = cells["lr_point"].value_counts().to_dict() if not cells.empty else {}
+    return {"rates": rates, "chosen": ", ".join(f"{p.removeprefix('lr')}: {n}" for p, n in sorted(counts.items())),
+            "n_cells": len(cells)}  # fmt: skip
+
+
 def _reference(url: str, sel: pd.DataFrame) -> tuple[Joined, dict[str, Any]]:
     """The reference results at ``url`` joined with ``sel`` (:func:`pebench.analysis.reference.join`), and their
     learning curves (read here: result ids are those of the reference database)."""
@@ -94,10 +103,15 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         if choice != "all" and (runs or choice not in ("latest", "previous")):
             run_ids = [resolve_run_id(engine, choice)]
         sel, shown_runs = select(df, run_ids, choice)
-        every_point, sel = sel, one_point(sel, point)
+        run_rows = [r for r in runs if r["id"] in set(run_ids if choice != "all" else shown_runs)]
+        rates = lr.protocol(run_rows[0]["options"]) if choice != "all" and run_rows and point is None else None
+        every_point = sel
+        if rates is not None:  # --lr-sweep: each cell at the rate its in-distribution validation chose
+            sel = lr.chosen(sel, lr.final_validation(store_load.curve_points(engine, sel["id"])))
+        else:
+            sel = one_point(sel, point)
         if choice != "all":
             shown_runs = run_ids
-        run_rows = [r for r in runs if r["id"] in set(shown_runs)]
         mode = "all runs (latest result of each case)" if choice == "all" else "one run"
         context: dict[str, Any] = {
             "title": "pebench leaderboard",
@@ -107,6 +121,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             "empty": sel.empty,
             "n_runs_in_db": len(runs),
             "reference": None,
+            "lr_protocol": None if rates is None else lr_view(rates, sel),
         }
         if sel.empty:
             return context

@@ -31,6 +31,7 @@ import torch
 
 from pebench import encodings, plugins, tasks
 from pebench.analysis.compare import Baseline
+from pebench.analysis.lr import grid_text
 from pebench.case import Case
 from pebench.engine.device import pick_device
 from pebench.engine.runner import Runner
@@ -145,6 +146,20 @@ def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
         ) from None
 
 
+def _sweeps(config: pytest.Config, settings: Settings) -> list[str]:
+    """``--sweep``'s values, with ``--lr-sweep`` as one more (over ``lr``; :mod:`pebench.analysis.lr`)."""
+    sweeps = list(config.getoption("sweep"))
+    rates = config.getoption("lr_sweep")
+    if rates is None:
+        return sweeps
+    if sweeps:
+        raise PebenchError("--lr-sweep reports each cell at its best rate; run it without --sweep")
+    if settings.val_batches <= 0:
+        raise PebenchError("--lr-sweep chooses each cell's rate by its validation at the training length: give "
+                           "--val-batches 1 or more")  # fmt: skip
+    return [f"lr={grid_text(rates)}"]
+
+
 def _check_report_path(config: pytest.Config) -> str | None:
     """Check ``--report``'s path; the reference database of ``--with-reference`` (None without it), checked."""
     report = config.getoption("report")
@@ -186,7 +201,7 @@ def pytest_configure(config: pytest.Config) -> None:
             torch.use_deterministic_algorithms(True)
         plan = SeedPlan.parse(config.getoption("seeds"))
         settings = _settings(config, plan)
-        sweep = Sweep.parse(config.getoption("sweep"))
+        sweep = Sweep.parse(_sweeps(config, settings))
         state = SuiteState(
             settings=settings,
             encodings=_names(config, "encoding", encodings),

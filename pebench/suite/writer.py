@@ -167,6 +167,8 @@ class ResultWriter:
         from pebench.report.page import render_report
 
         points = sorted({p for p in (point_of(r.case_id) for r in self.records) if p})
+        if self.config.getoption("lr_sweep") is not None:
+            points = []  # one page: each cell at its chosen rate (pebench.analysis.lr)
         pages = [(path, None)] if len(points) <= 1 else \
             [(str(Path(path).with_name(f"{Path(path).stem}-{p}{Path(path).suffix}")), p) for p in points]  # fmt: skip
         lines = []

@@ -1,0 +1,65 @@
+"""``--lr-sweep``: every rate trained and stored, each cell reported at the rate its in-distribution validation
+chose, never by the out-of-distribution lengths; the protocol is said and never mixed (issue 30, item 2)."""
+
+import pandas as pd
+
+from pebench.analysis.lr import chosen, final_validation
+from pebench.cli import main
+from pebench.store.load import load
+
+
+def _rows(metric="accuracy", higher=True):
+    rows, i = [], 0
+    for point in ("lr0.001", "lr0.01"):
+        for length in (64, 256):
+            rows.append({"id": i, "case_id": f"rope-k_back-L{length}-{point}", "encoding": "rope", "task": "k_back",
+                         "train_length": 64, "eval_length": length, "seed": 0, "metric": metric,
+                         "higher_is_better": higher})  # fmt: skip
+            i += 1
+    return pd.DataFrame(rows)  # ids: 0 lr0.001@64, 1 lr0.001@256, 2 lr0.01@64, 3 lr0.01@256
+
+
+def test_the_rate_is_chosen_by_the_validation_at_the_training_length_only():
+    df = _rows()
+    # lr0.01 validates better at the training length; the OOD row of lr0.001 would be the better one (its
+    # validation value is never read: only the training-length result's curve counts)
+    picked = chosen(df, {0: 0.70, 2: 0.90, 1: 0.99, 3: 0.10})
+    assert set(picked["lr_point"]) == {"lr0.01"} and sorted(picked["eval_length"]) == [64, 256]
+    assert set(chosen(df, {0: 0.90, 2: 0.70})["lr_point"]) == {"lr0.001"}
+    assert set(chosen(df, {0: 0.80, 2: 0.80})["lr_point"]) == {"lr0.001"}  # a tie: the lower rate
+    lower = _rows("perplexity", higher=False)  # lower is better
+    assert set(chosen(lower, {0: 3.0, 2: 5.0})["lr_point"]) == {"lr0.001"}
+    assert chosen(df, {}).empty  # no validation: nothing chosen
+
+
+def test_final_validation_is_the_last_point_that_has_one():
+    points = [(7, 10, 1.0, 0.5, None), (7, 20, 0.9, 0.6, None), (7, 30, 0.8, None, None), (8, 10, 1.0, None, None)]
+    assert final_validation(points) == {7: 0.6}
+
+
+def test_an_lr_sweep_run_is_one_page_at_the_chosen_rates(run_suite, tiny, tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    common = ("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache",
+              "--db", url)  # fmt: skip
+    page = tmp_path / "page.html"
+    proc = run_suite(*common, "--lr-sweep", "1e-3,1e-2", "--report", str(page))
+    assert proc.returncode == 0, proc.output
+    df = load(url)
+    assert sorted(df["case_id"]) == ["alibi-k_back-L64-lr0.001", "alibi-k_back-L64-lr0.01",
+                                     "rope-k_back-L64-lr0.001", "rope-k_back-L64-lr0.01"]  # fmt: skip
+    assert df["run_options"].iloc[0]["lr_sweep"] == "1e-3,1e-2"
+    html = page.read_text()
+    assert 'id="lr-protocol"' in html and "best learning rate of 1e-3,1e-2" in html and "(2 cells)" in html
+    assert not list(tmp_path.glob("page-*.html"))
+    assert run_suite(*common).returncode == 0  # one learning rate: another protocol
+    assert main(["compare", "1", "2", "--db", url]) == 2
+
+
+def test_bad_lr_sweep_input_is_one_line(run_suite, tiny, tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    for args, message in [(("--lr-sweep", "--sweep", "layers=1,2"), "run it without --sweep"),
+                          (("--lr-sweep", "--val-batches", "0"), "give --val-batches 1 or more"),
+                          (("--lr-sweep", "1e-3,x"), "lr='x' is not a float")]:  # fmt: skip
+        proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", url, *args)
+        assert proc.returncode == 4 and message in proc.stderr and "Traceback" not in proc.stderr, proc.output
+    assert not (tmp_path / "r.db").exists()
