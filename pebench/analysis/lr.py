@@ -13,9 +13,9 @@ the metric's direction; a tie goes to the lower rate. The out-of-distribution le
 (tested with a case where they would pick another rate). The report of such a run shows every cell at its chosen
 rate (:func:`chosen`) and says so; ``pebench compare`` refuses to compare runs of the two protocols.
 
-Cost: the full sweep, one model per rate (3x the single rate's CPU time with the default grid). Successive halving
-(train every rate for a fraction of the budget, continue the best) would cost less; it needs training to resume
-mid-schedule and is not built.
+Cost: the full sweep, one model per rate (3x the single rate's CPU time with the default grid), or with
+``--lr-halving`` about two models per cell (:mod:`pebench.suite.halving`: every rate for budget/k steps, the best
+trained to the full budget), whose choice is marked in the results and taken as is.
 """
 
 from __future__ import annotations
@@ -68,13 +68,18 @@ def final_validation(curves: Iterable[tuple[int, int, float | None, float | None
 
 def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
     """The rows of ``df`` (one ``--lr-sweep`` run) at each (encoding, task, seed)'s chosen rate (see the module
-    docstring), with the column ``lr_point``. A cell without validation keeps no row (its rates are all shown by
-    ``--point``)."""
+    docstring; with ``--lr-halving`` and a ``metrics`` column, the rate marked chosen), with the column
+    ``lr_point``. A cell without validation keeps no row (its rates are all shown by ``--point``)."""
     if df.empty:
         return df.assign(lr_point=[])
     df = df.assign(lr_point=df["case_id"].map(point_of))
     keep = []
     for _, g in df.groupby(["encoding", "task", "train_length", "seed"], sort=False):
+        if "metrics" in g:  # --lr-halving: the rate its short runs chose, the one trained to the full budget
+            marked = [m.get("lr_halving") == "chosen" if isinstance(m, Mapping) else False for m in g["metrics"]]
+            if any(marked):
+                keep.append(g[g["lr_point"] == g[marked]["lr_point"].iloc[0]])
+                continue
         at_train = g[g["eval_length"] == g["train_length"]]
         metric = metrics.of_result(g["metric"].iloc[0], bool(g["higher_is_better"].iloc[0]))
         scored = [(validation[int(r.id)], r.lr_point) for r in at_train.itertuples() if int(r.id) in validation]

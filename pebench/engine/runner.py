@@ -95,6 +95,9 @@ class Runner:
         # ``reuse(record)`` gets a new record's identity (config hash, versions, seed, length) before training and
         # returns a finished record to use instead, or None (see pebench.store.reuse.ReuseLookup)
         self.reuse = reuse
+        self.run_hook: Callable[[Case, Timer | None], ResultRecord | None] | None = None
+        """When set, :meth:`run` first hands it the case; a record it returns is the case's result (the suite's
+        ``--lr-halving``, :mod:`pebench.suite.halving`)."""
         self._models: dict[str, TrainedModel] = {}
         self.failed_models: dict[str, str] = {}
         """Model key -> why its training failed elsewhere (e.g. on Ray): its cases are recorded as errors."""
@@ -309,6 +312,8 @@ class Runner:
         """Train (or reuse) and evaluate ``case``; never raises for a training failure -- the record says so.
         ``timer`` wraps the training call when this case trains its model. A case whose encoding cannot run on its
         task (:meth:`check_applicable`) raises :class:`~pebench.errors.ConfigError`."""
+        if self.run_hook is not None and (hooked := self.run_hook(case, timer)) is not None:
+            return hooked
         if (runner := self.at(case.point)) is not self:
             return runner.run(case, timer)
         self.check_applicable(case)

@@ -243,6 +243,9 @@ _FLAGS = (
     _flag("--lr-sweep", "lr_sweep", "train every case at each learning rate (default 0.001,0.003,0.01) and report "
           "each (encoding, task, seed) at the rate with the best in-distribution validation (docs/sweeps.md)",
           {"nargs": "?", "const": "", "default": None, "metavar": "V1,V2,..."}, "suite", "run"),
+    _flag("--lr-halving", "lr_halving", "with --lr-sweep: every rate first for budget/k steps, only the best "
+          "continued to the full budget (about 2 models' cost per cell instead of k; docs/sweeps.md)",
+          {"action": "store_true"}, "suite", "run"),
     _flag("--encoding", "encoding", "comma-separated encodings to run (default: all)", {}, "suite", "run"),
     _flag("--task", "task", "comma-separated tasks to run (default: all)", {}, "suite", "run"),
     _flag("--encoding-options", "encoding_options", "options of one encoding, e.g. rope:base=500 (repeatable)",

@@ -107,6 +107,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         rates = lr.protocol(run_rows[0]["options"]) if choice != "all" and run_rows and point is None else None
         every_point = sel
         if rates is not None:  # --lr-sweep: each cell at the rate its in-distribution validation chose
+            sel = store_load.attach_json(engine, sel)  # --lr-halving marks its choice in the metrics
             sel = lr.chosen(sel, lr.final_validation(store_load.curve_points(engine, sel["id"])))
         else:
             sel = one_point(sel, point)
@@ -125,7 +126,8 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         }
         if sel.empty:
             return context
-        sel = store_load.attach_json(engine, sel)
+        if "config" not in sel:
+            sel = store_load.attach_json(engine, sel)
         prev = previous_comparable(df, sel) if choice != "all" else sel.iloc[0:0]
         configs = dict(zip(sel["config_hash"], sel["config"], strict=True))
         prev = prev.assign(config=[configs.get(h, {}) for h in prev["config_hash"]], metrics=[{}] * len(prev))

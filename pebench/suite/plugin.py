@@ -151,12 +151,16 @@ def _sweeps(config: pytest.Config, settings: Settings) -> list[str]:
     sweeps = list(config.getoption("sweep"))
     rates = config.getoption("lr_sweep")
     if rates is None:
+        if config.getoption("lr_halving"):
+            raise PebenchError("--lr-halving halves a learning-rate sweep: give --lr-sweep too")
         return sweeps
     if sweeps:
         raise PebenchError("--lr-sweep reports each cell at its best rate; run it without --sweep")
     if settings.val_batches <= 0:
         raise PebenchError("--lr-sweep chooses each cell's rate by its validation at the training length: give "
                            "--val-batches 1 or more")  # fmt: skip
+    if config.getoption("lr_halving") and settings.scale != "tiny":
+        raise PebenchError("--lr-halving sets the short runs' steps directly: run it at --scale tiny")
     return [f"lr={grid_text(rates)}"]
 
 
@@ -212,6 +216,10 @@ def pytest_configure(config: pytest.Config) -> None:
             shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
             seeds=plan,
         )
+        if config.getoption("lr_halving"):  # the sweep is the one lr axis (_sweeps)
+            from pebench.suite.halving import Halving
+
+            state.runner.run_hook = Halving(state.runner, sweep.points("", ""))
         if state.seeds.auto:
             if config.getoption("executor") == "ray" or state.shard is not None or is_worker(config) or \
                     getattr(config.option, "numprocesses", None):  # fmt: skip

@@ -63,3 +63,24 @@ def test_bad_lr_sweep_input_is_one_line(run_suite, tiny, tmp_path):
         proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", url, *args)
         assert proc.returncode == 4 and message in proc.stderr and "Traceback" not in proc.stderr, proc.output
     assert not (tmp_path / "r.db").exists()
+
+
+def test_halving_trains_every_rate_short_and_only_the_best_to_the_budget(run_suite, tiny, tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    page = tmp_path / "page.html"
+    proc = run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "6", "--no-cache",
+                     "--db", url, "--lr-sweep", "1e-3,3e-3,1e-2", "--lr-halving", "--report", str(page))  # fmt: skip
+    assert proc.returncode == 0, proc.output
+    df = load(url).sort_values("case_id")
+    notes = [m["lr_halving"] for m in df["metrics"]]
+    assert notes.count("chosen") == 1 and sorted(df["train_steps"]) == [2, 2, 6]  # ceil(6 / 3) for the others
+    chosen_point = df["case_id"][[n == "chosen" for n in notes]].iloc[0].rsplit("-", 1)[1]
+    assert all(n == "chosen" or f"short run of 2 of 6 steps: {chosen_point} validated better" == n for n in notes)
+    # stored: 2 + 2 + 6 steps; trained: 3 x 2 + 6 = 12 (the chosen rate's short run too); the full sweep: 3 x 6 = 18
+    assert df["config_hash"].nunique() == 3 and sum(df["train_steps"]) == 10
+    html = page.read_text()
+    assert f"Cells per chosen rate: {chosen_point.removeprefix('lr')}: 1 (1 cells)" in html
+    for args, message in [(("--lr-halving",), "give --lr-sweep too"),
+                          (("--lr-sweep", "--lr-halving", "--scale", "small"), "run it at --scale tiny")]:  # fmt: skip
+        proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", url, *args)
+        assert proc.returncode == 4 and message in proc.stderr, proc.output
