@@ -77,7 +77,10 @@ def lr_view(rates: str, sel: pd.DataFrame) -> dict[str, Any]:
 def _reference(url: str, sel: pd.DataFrame) -> tuple[Joined, dict[str, Any]]:
     """The reference results at ``url`` joined with ``sel`` (:func:`pebench.analysis.reference.join`), and their
     learning curves (read here: result ids are those of the reference database)."""
-    engine = open_db(url, create=False)
+    try:
+        engine = open_db(url, create=False)
+    except PebenchError as err:  # named as the reference, not as --db
+        raise ReportError(f"--with-reference {safe_url(url)}: {str(err).split(': ', 1)[-1]}") from None
     try:
         ref = store_load.load_light(engine)
         ref = store_load.attach_json(engine, ref) if not ref.empty else ref.assign(config=[], metrics=[])

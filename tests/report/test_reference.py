@@ -79,7 +79,7 @@ def test_stale_cells_are_listed(run_suite, tiny, tmp_path, capsys):
     assert "alibi on k_back: trained by code old (run 1), this pebench is " in out and "1 stale cell(s) of 2" in out
 
 
-def test_reference_errors_are_one_line(run_suite, tiny, tmp_path):
+def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys):
     from pebench.analysis.reference import REFERENCE_FILE, reference_url
 
     if not REFERENCE_FILE.is_file():
@@ -89,3 +89,10 @@ def test_reference_errors_are_one_line(run_suite, tiny, tmp_path):
                      "--with-reference", f"sqlite:///{tmp_path / 'ref.db'}")  # fmt: skip
     assert proc.returncode == 4 and "give --report PATH too" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "r.db").exists()
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    assert run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "2", "--no-cache",
+                     "--db", url).returncode == 0  # fmt: skip
+    missing = f"sqlite:///{tmp_path / 'nope.db'}"
+    assert main(["report", "--db", url, "-o", str(tmp_path / "p.html"), "--with-reference", missing]) == 2
+    assert f"--with-reference {missing}: no such database file" in capsys.readouterr().err
+    assert not (tmp_path / "nope.db").exists() and not (tmp_path / "p.html").exists()
