@@ -41,12 +41,19 @@ def _scores(runner: Runner, model: torch.nn.Module, task_name: str, seed: int) -
                                    runner.device, s.eval_batch_size)) for L in task.eval_lengths("quick")}  # fmt: skip
 
 
+SIDES: dict[str, StopRule] = {"stop": StopRule("learned"), "plateau": StopRule("plateau"),
+                               "stop95": StopRule("learned", accuracy=0.95)}
+"""The stopped sides one budget run measures: ``stop`` is ``--stop learned``, ``plateau`` is ``--stop plateau``, and
+``stop95`` is the learned rule at a 0.95 training accuracy threshold (a candidate, not an option yet)."""
+
+
 def measure(task_name: str, encs: Sequence[str], seeds: int, rule: str = "learned",
             settings: Settings | None = None) -> dict[str, Any]:  # fmt: skip
     """Budget and stopped results of ``encs`` x ``seeds`` on one task at the defaults (or ``settings``; see the module
-    docstring)."""
+    docstring). The ``stop`` side is ``rule``; the other :data:`SIDES` come with it, and each row keeps its
+    training curve (steps, loss, token accuracy per point) so that other rules' steps can be replayed."""
     runner = Runner(settings or Settings(progress=False))
-    stop = StopRule(rule)
+    sides = SIDES | {"stop": StopRule(rule)}
     task = runner.task(task_name)
     budget = runner.settings.train_config(task)
     rows = []
@@ -58,31 +65,38 @@ def measure(task_name: str, encs: Sequence[str], seeds: int, rule: str = "learne
             case = Case(enc, task_name, task.train_length, seed)
             config = runner.describe(case)
             model = runner.build_model(case)
-            snap: dict[str, Any] = {}
+            snaps: dict[str, dict[str, Any]] = {}
 
-            def on_point(info: TrainInfo, model: torch.nn.Module = model, snap: dict[str, Any] = snap) -> None:
-                if not snap and (why := stop.check(info.curve, info.steps, budget.steps)) is not None:
-                    snap.update(state=copy.deepcopy(model.state_dict()), steps=info.steps, reason=why)
+            def on_point(info: TrainInfo, model: torch.nn.Module = model,
+                         snaps: dict[str, dict[str, Any]] = snaps) -> None:  # fmt: skip
+                for side, stop in sides.items():
+                    if side not in snaps and (why := stop.check(info.curve, info.steps, budget.steps)) is not None:
+                        snaps[side] = {"state": copy.deepcopy(model.state_dict()), "steps": info.steps, "reason": why}
 
             start, cpu = time.perf_counter(), time.process_time()
             info = train(model, task, budget, seed=seed, device=runner.device, progress=False, on_point=on_point)
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
             full = _scores(runner, model, task_name, seed)
-            if snap:
-                model.load_state_dict(snap["state"])
-                stopped = _scores(runner, model, task_name, seed)
-            else:
-                stopped = full
-            rows.append({"encoding": enc, "seed": seed, "budget": full, "stop": stopped, "status": info.status,
-                         "budget_steps": info.steps, "stop_steps": snap.get("steps", info.steps),
-                         "stop_reason": snap.get("reason", "budget"), "train_wall_s": round(wall, 2),
-                         "train_cpu_s": round(cpu, 2)})  # fmt: skip
-            print(f"{task_name} {enc} s{seed}: {info.steps} -> {rows[-1]['stop_steps']} steps "
-                  f"({rows[-1]['stop_reason']}), at {task.train_length}: {full[task.train_length]:.3f} -> "
-                  f"{stopped[task.train_length]:.3f}", flush=True)  # fmt: skip
+            row: dict[str, Any] = {"encoding": enc, "seed": seed, "budget": full, "status": info.status,
+                                   "budget_steps": info.steps}  # fmt: skip
+            for side in sides:
+                snap = snaps.get(side)
+                if snap is not None:
+                    model.load_state_dict(snap["state"])
+                row |= {side: full if snap is None else _scores(runner, model, task_name, seed),
+                        f"{side}_steps": info.steps if snap is None else snap["steps"],
+                        f"{side}_reason": "budget" if snap is None else snap["reason"]}  # fmt: skip
+            row |= {"train_wall_s": round(wall, 2), "train_cpu_s": round(cpu, 2),
+                    "curve": [[p["step"], round(p["loss"], 5), round(p["accuracy"], 5)] for p in info.curve]}
+            rows.append(row)
+            print(f"{task_name} {enc} s{seed}: {info.steps} -> "
+                  + ", ".join(f"{side} {row[side + '_steps']} ({row[side + '_reason']})" for side in sides)
+                  + f"; at {task.train_length}: {full[task.train_length]:.3f} -> "
+                  + ", ".join(f"{row[side][task.train_length]:.3f}" for side in sides), flush=True)  # fmt: skip
     m = task.metric
     return {"task": task_name, "train_length": task.train_length, "metric": m, "chance": task.chance_level,
-            "higher_is_better": task.higher_is_better, "vocab_size": task.vocab_size, "rule": stop.to_dict(),
+            "higher_is_better": task.higher_is_better, "vocab_size": task.vocab_size,
+            "rule": sides["stop"].to_dict(), "rules": {side: r.to_dict() for side, r in sides.items()},
             "budget_steps": budget.steps, "config": config, "threads": torch.get_num_threads(),
             "rows": rows}  # fmt: skip
 
@@ -146,6 +160,7 @@ def table(paths: Sequence[Path], most: int = 3) -> str:
     count = dict.fromkeys(("cells", "cols", "same_stop", "same_auto", "cols_stop", "cols_auto"), 0)
     steps = {"budget": 0, "stop": 0, "auto": 0}
     cpu = {"budget": 0.0, "stop": 0.0, "auto": 0.0}
+    extra: dict[str, dict[str, float]] = {}  # the other sides, over the tasks that measured them
     for path in sorted(paths):
         data = json.loads(path.read_text())
         used = auto_seeds(data, "stop", most)
@@ -172,6 +187,18 @@ def table(paths: Sequence[Path], most: int = 3) -> str:
             cpu["budget"] += per_step * r["budget_steps"]
             cpu["stop"] += per_step * r["stop_steps"]
             cpu["auto"] += per_step * r["stop_steps"] * (r["seed"] < used[r["encoding"]])
+        for side in [k for k in SIDES if k != "stop" and f"{k}_steps" in data["rows"][0]]:
+            side_v, side_w = verdicts(data, side)
+            e = extra.setdefault(side, dict.fromkeys(("tasks", "cells", "same", "cols", "cols_same", "cpu", "base"), 0))
+            e["tasks"] += 1
+            e["cells"] += len(old_v)
+            e["same"] += sum(old_v[k] == side_v[k] for k in old_v)
+            e["cols"] += len(old_w)
+            e["cols_same"] += sum(old_w[L] == side_w[L] for L in old_w)
+            for r in data["rows"]:
+                per_step = r.get("train_cpu_s", 0.0) / max(r["budget_steps"], 1)
+                e["cpu"] += per_step * r[f"{side}_steps"]
+                e["base"] += per_step * r["budget_steps"]
         count["cells"] += len(old_v)
         count["same_stop"] += sum(old_v[e] == stop_v[e] for e in old_v)
         count["same_auto"] += sum(old_v[e] == auto_v[e] for e in old_v)
@@ -194,6 +221,11 @@ def table(paths: Sequence[Path], most: int = 3) -> str:
             f"model's measured CPU time, pro rata of its steps): budget {cpu['budget'] / 60:.0f} min, stop "
             f"{cpu['stop'] / 60:.0f} min ({cpu['stop'] / max(cpu['budget'], 1e-9):.2f}), stop + seeds auto "
             f"{cpu['auto'] / 60:.0f} min ({cpu['auto'] / max(cpu['budget'], 1e-9):.2f}).")  # fmt: skip
+    for side, e in extra.items():
+        lines.append(f"\n`{side}` ({SIDES[side].to_dict()}), on the {e['tasks']:.0f} tasks measured with it: "
+                     f"{e['same']:.0f} of {e['cells']:.0f} cells keep their verdict, {e['cols_same']:.0f} of "
+                     f"{e['cols']:.0f} columns their marked winner, CPU time {e['cpu'] / max(e['base'], 1e-9):.2f} of "
+                     f"the budget side's.")  # fmt: skip
     return "\n".join(lines)
 
 

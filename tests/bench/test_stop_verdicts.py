@@ -16,6 +16,11 @@ def test_the_stopped_side_is_the_model_a_stop_run_trains(tmp_path):
     data = stopping.measure("k_back", ["rope"], 1, settings=Settings(**tiny))
     (row,) = data["rows"]
     assert row["stop_reason"] == "learned" and row["stop_steps"] < row["budget_steps"] == 150
+    # the other sides of the same run: a looser threshold or the plateau rule never stop later than learned at 0.99,
+    # and the curve kept replays the stop: the 0.99 window is met first at the stop step
+    assert row["stop95_steps"] <= row["stop_steps"] and row["plateau_steps"] <= row["stop_steps"]
+    first = next(i for i in range(2, len(row["curve"])) if all(p[2] >= 0.99 for p in row["curve"][i - 2 : i + 1]))
+    assert row["curve"][first][0] == row["stop_steps"]
     # the same case trained by the runner with --stop learned: same steps, same scores at every quick length
     runner = Runner(Settings(**tiny, stop="learned"))
     record = {L: runner.run(Case("rope", "k_back", L, 0)) for L in (64, 128, 256)}
@@ -26,6 +31,7 @@ def test_the_stopped_side_is_the_model_a_stop_run_trains(tmp_path):
     text = stopping.table([tmp_path / "k_back.json"])
     assert "| k_back | 1 | rope learned |" in text and f"| rope 1 | 150, {row['stop_steps']} (" in text
     assert "1 of 1 cells keep their verdict, 3 of 3 columns their marked winner" in text
+    assert "`plateau` ({'rule': 'plateau'" in text and "`stop95` ({'rule': 'learned', 'accuracy': 0.95" in text
 
 
 def test_seeds_auto_is_replayed_on_the_measured_seeds():
