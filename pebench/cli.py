@@ -162,11 +162,15 @@ def _stale(df: Any) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pebench.analysis.reference import reference_url
+    from pebench.analysis.reference import check_fresh, reference_url
     from pebench.report.page import render_report
 
+    if args.allow_stale and args.with_reference is None:
+        raise PebenchError("--allow-stale is about the reference results: give --with-reference [URL] too")
     reference = reference_url(args.with_reference) if args.with_reference is not None else None
-    info = render_report(_db(args), args.output, args.run, args.point, reference)
+    if reference is not None and not args.allow_stale:
+        check_fresh(reference)
+    info = render_report(_db(args), args.output, args.run, args.point, reference, args.allow_stale)
     runs = ", ".join(str(r) for r in info.runs) or "none"
     print(
         f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
@@ -328,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="leaderboard.html", help="output file (default leaderboard.html)")
     p.add_argument("--point", metavar="POINT", help="with a sweep, the point to show (e.g. layers4); a page never "
                    "ranks two points together (docs/sweeps.md)")  # fmt: skip
-    add_flags(p.add_argument, ["with_reference"])
+    add_flags(p.add_argument, ["with_reference", "allow_stale"])
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.set_defaults(func=_report)
 

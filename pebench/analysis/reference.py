@@ -10,8 +10,11 @@ tasks and evaluated lengths the run has, and only where some result of the run o
 every reference (encoding, task) that is left out is listed with why (``task k_back: version 1 here, 2 in the
 run``, ``configuration differs: train.steps 200 vs 400``).
 
-A reference result trained by other code than the installed pebench (another ``code_version``) is still the same
-configuration; it is joined and counted as stale (``pebench results --stale`` lists such cells, to be rebuilt).
+A reference result trained by other code than the installed pebench (another ``code_version`` than it computes
+for that encoding and task: the model, trainer, bases or the encoding's or task's module changed since) is still the
+same configuration, but not the same experiment: it is refused in one line naming the cells and the fix (rebuild
+them, or ``--allow-stale`` to show them, counted as stale on the page). :func:`check_fresh` refuses a reference
+database with such cells before a run trains anything (issue 33 item 4).
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ from typing import Any
 import pandas as pd
 
 from pebench import encodings
+from pebench.engine.code import stale_cells
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig
+from pebench.store.database import open_db, safe_url
+from pebench.store.load import load_light
 
 DEFAULT_DEPTH = "default"
 REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "reference.db"
@@ -89,7 +95,9 @@ class Joined:
     not_comparable: list[str] = field(default_factory=list)
     """One line per reference (encoding, task) left out, with why."""
     stale: int = 0
-    """Joined rows trained by another code version than the run's."""
+    """Joined rows trained by other code than the installed pebench (:func:`pebench.engine.code.stale_cells`)."""
+    stale_cells: list[str] = field(default_factory=list)
+    """The (encoding, task) cells of those rows: ``rope on k_back``."""
 
 
 def join(run: pd.DataFrame, reference: pd.DataFrame) -> Joined:
@@ -105,7 +113,6 @@ def join(run: pd.DataFrame, reference: pd.DataFrame) -> Joined:
     keys = {(t, comparable_key(c, e)) for t, c, e in zip(run["task"], run["config"], run["encoding"], strict=True)}
     example = {t: comparable_part(c, e) for t, c, e in zip(run["task"], run["config"], run["encoding"], strict=True)}
     lengths = run.groupby("task")["eval_length"].agg(set).to_dict()
-    codes = set(run["code_version"]) if "code_version" in run else set()
     keep, out = [], []
     for (enc, task), g in ref.groupby(["encoding", "task"], sort=True):
         if task not in example:
@@ -122,5 +129,38 @@ def join(run: pd.DataFrame, reference: pd.DataFrame) -> Joined:
             continue
         keep.append(g[g["eval_length"].isin(lengths[task])])
     rows = pd.concat(keep) if keep else ref.iloc[0:0]
-    stale = int((~rows["code_version"].isin(codes)).sum()) if codes and "code_version" in rows else 0
-    return Joined(rows, sorted(set(rows["encoding"])), out, stale)
+    cells = sorted(line.split(":", 1)[0] for line in stale_cells(rows)) if "code_version" in rows else []
+    old = pd.Series([f"{e} on {t}" in cells for e, t in zip(rows["encoding"], rows["task"], strict=True)],
+                    index=rows.index, dtype=bool)  # fmt: skip
+    return Joined(rows, sorted(set(rows["encoding"])), out, int(old.sum()), cells)
+
+
+FIX = ("rebuild them (pebench results --stale --db URL lists the cells; rerun them with --reuse) or give "
+       "--allow-stale to show them counted as stale")
+
+
+def _listed(cells: list[str], most: int = 3) -> str:
+    return ", ".join(cells[:most]) + (f" and {len(cells) - most} more" if len(cells) > most else "")
+
+
+def stale_text(joined: Joined) -> str:
+    """The one line refusing stale joined rows (:attr:`Joined.stale`)."""
+    return (f"{joined.stale} reference result(s) in {len(joined.stale_cells)} cell(s) ({_listed(joined.stale_cells)}) "
+            f"were trained by other code than this pebench; {FIX}")
+
+
+def check_fresh(url: str) -> None:
+    """Refuse the reference database at ``url`` in one line when any of its cells was trained by other code than the
+    installed pebench (:func:`pebench.engine.code.stale_cells`): its results are not this pebench's experiment."""
+    try:
+        engine = open_db(url, create=False)
+    except PebenchError as err:  # named as the reference, not as --db
+        raise PebenchError(f"--with-reference {safe_url(url)}: {str(err).split(': ', 1)[-1]}") from None
+    try:
+        lines = stale_cells(load_light(engine))
+    finally:
+        engine.dispose()
+    if lines:
+        cells = [line.split(":", 1)[0] for line in lines]
+        raise PebenchError(f"--with-reference {safe_url(url)}: {len(cells)} cell(s) ({_listed(cells)}) were trained "
+                           f"by other code than this pebench; {FIX}")

@@ -10,7 +10,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pebench.analysis import lr
-from pebench.analysis.reference import Joined, join
+from pebench.analysis.reference import Joined, join, stale_text
 from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
 from pebench.errors import PebenchError
@@ -93,7 +93,7 @@ def _reference(url: str, sel: pd.DataFrame) -> tuple[Joined, dict[str, Any]]:
 
 
 def build_context(db_url: str, run: int | str | None = "latest", point: str | None = None,
-                  reference: str | None = None) -> dict[str, Any]:  # fmt: skip
+                  reference: str | None = None, allow_stale: bool = False) -> dict[str, Any]:  # fmt: skip
     """Everything the template needs, from the database at ``db_url`` (one sweep point of it, :func:`one_point`;
     with ``reference``, a database URL, beside the comparable reference results of the encodings it does not have:
     :mod:`pebench.analysis.reference`)."""
@@ -138,6 +138,8 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         own, ref_curves = sel, {}
         if reference is not None:
             joined, ref_curves = _reference(reference, sel)
+            if joined.stale and not allow_stale:
+                raise ReportError(f"--with-reference {safe_url(reference)}: {stale_text(joined)}")
             sel = pd.concat([sel, joined.rows], ignore_index=True)
             context["reference"] = {"url": safe_url(reference), "encodings": joined.encodings,
                                     "n_cells": len(joined.rows), "not_comparable": joined.not_comparable,

@@ -172,17 +172,21 @@ def _check_report_path(config: pytest.Config) -> str | None:
         if Path(report).is_dir() or not parent.is_dir():
             raise PebenchError(f"--report {report!r}: give a file name in an existing directory")
     if config.getoption("with_reference") is None:
+        if config.getoption("allow_stale"):
+            raise PebenchError("--allow-stale is about the reference results: give --with-reference [URL] too")
         return None
     if report is None:
         raise PebenchError("--with-reference puts the run beside the reference results on the --report page: give "
                            "--report PATH too (or run pebench report --with-reference afterwards)")  # fmt: skip
-    from pebench.analysis.reference import reference_url
+    from pebench.analysis.reference import check_fresh, reference_url
     from pebench.store.database import check_db
 
     url = reference_url(config.getoption("with_reference"))
     if check_db(url).kind != "current":
         raise PebenchError(f"--with-reference {url}: not a pebench results database of this version "
                            "(pebench db status --db URL says why)")  # fmt: skip
+    if not config.getoption("allow_stale"):
+        check_fresh(url)
     return url
 
 

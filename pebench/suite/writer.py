@@ -174,7 +174,8 @@ class ResultWriter:
         lines = []
         for page, point in pages:  # a sweep: one page per point (a page never ranks two points together)
             try:
-                info = render_report(self.url, page, self.run_id, point, self.state.reference)
+                info = render_report(self.url, page, self.run_id, point, self.state.reference,
+                                     self.config.getoption("allow_stale"))
                 lines.append(f"leaderboard -> {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.seconds:.2f} s)")
             except PebenchError as err:
                 lines.append(f"leaderboard not written: {err}")

@@ -6,8 +6,10 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from pebench.analysis.reference import comparable_key, join
+from pebench import encodings, tasks
+from pebench.analysis.reference import comparable_key, join, stale_text
 from pebench.cli import main
+from pebench.engine.code import code_version
 from pebench.errors import PebenchError
 
 
@@ -21,8 +23,9 @@ def _config(enc, layers=2, steps=200, version=2):
 def _rows(specs):
     rows = []
     for i, (enc, task, length, config) in enumerate(specs):
-        rows.append({"id": i, "case_id": f"{enc}-{task}-L{length}", "encoding": enc, "task": task, "train_length": 64,
-                     "eval_length": length, "seed": 0, "config": config, "code_version": "c1"})  # fmt: skip
+        rows.append({"id": i, "run_id": 1, "case_id": f"{enc}-{task}-L{length}", "encoding": enc, "task": task,
+                     "train_length": 64, "eval_length": length, "seed": 0, "config": config,
+                     "code_version": "c1"})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -52,7 +55,7 @@ def test_the_page_puts_the_run_beside_the_reference(run_suite, tiny, tmp_path):
     assert run_suite("--encoding", "rope,alibi", *common, "--db", ref).returncode == 0
     page = tmp_path / "page.html"
     proc = run_suite("--encoding", "sinusoidal", *common, "--db", mine, "--report", str(page), "--with-reference", ref)
-    assert proc.returncode == 0, proc.output
+    assert proc.returncode == 0 and page.exists(), proc.output
     html = page.read_text()
     assert 'id="reference"' in html and "4 results of 2 encodings this run did not train" in html
     assert html.count('<span class="badge yours">yours</span>') >= 2  # leaderboard row and task row
@@ -77,6 +80,35 @@ def test_stale_cells_are_listed(run_suite, tiny, tmp_path, capsys):
     assert main(["results", "--db", url, "--stale"]) == 0
     out = capsys.readouterr().out
     assert "alibi on k_back: trained by code old (run 1), this pebench is " in out and "1 stale cell(s) of 2" in out
+    # a reference with a stale cell is refused in one line before anything is trained or written (issue 33 item 4)
+    mine, page = tmp_path / "mine.db", tmp_path / "page.html"
+    proc = run_suite("--encoding", "sinusoidal", "--task", "k_back", "-k", "L64", *tiny, "--steps", "2",
+                     "--no-cache", "--db", f"sqlite:///{mine}", "--report", str(page), "--with-reference", url)
+    assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.output
+    assert f"--with-reference {url}: 1 cell(s) (alibi on k_back) were trained by other code than this pebench; " \
+           "rebuild them (pebench results --stale --db URL lists the cells" in proc.stderr  # fmt: skip
+    assert not mine.exists() and not page.exists()
+    assert run_suite("--encoding", "sinusoidal", "--task", "k_back", "-k", "L64", *tiny, "--steps", "2",
+                     "--no-cache", "--db", f"sqlite:///{mine}").returncode == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["report", "--db", f"sqlite:///{mine}", "-o", str(page), "--with-reference", url]) == 2
+    assert "1 cell(s) (alibi on k_back) were trained by other code" in capsys.readouterr().err and not page.exists()
+    assert main(["report", "--db", f"sqlite:///{mine}", "-o", str(page), "--with-reference", url,
+                 "--allow-stale"]) == 0  # fmt: skip
+    assert "1 of them were trained by other pebench code" in page.read_text()
+    assert main(["report", "--db", f"sqlite:///{mine}", "-o", str(page), "--allow-stale"]) == 2
+    assert "give --with-reference [URL] too" in capsys.readouterr().err
+
+
+def test_a_reference_from_other_code_than_the_run_is_named():
+    run = _rows([("rope", "k_back", 64, _config("rope"))])
+    ref = _rows([("nope", "k_back", 64, _config("nope", layers=6)), ("alibi", "k_back", 64, _config("alibi"))])
+    ref["id"] = [1, 2]
+    ref["code_version"] = [code_version(encodings.get("nope"), tasks.get("k_back")), "c0"]  # alibi: other code
+    joined = join(run, ref)
+    assert joined.stale == 1 and joined.stale_cells == ["alibi on k_back"]
+    assert stale_text(joined).startswith("1 reference result(s) in 1 cell(s) (alibi on k_back) were trained by "
+                                         "other code than this pebench; rebuild them")  # fmt: skip
 
 
 def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys):
