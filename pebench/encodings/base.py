@@ -63,8 +63,9 @@ report draws one small chart per family); the model never reads it:
   binary_norm, decimal, decimal_norm, and from task annotations abacus (the digit's index in its number) and coupling
   (coupled position ids);
 * ``rotary`` -- q and k rotated by position-dependent angles: rope and its variants (pi, ntk, yarn, llama3, longrope,
-  xpos, lrope, p_rope, partial_rope, the rope_nope hybrid), and pope (position-only phases on softplus magnitudes: a
-  rotation of q and k, at twice the width);
+  xpos, lrope, p_rope, partial_rope, the rope_nope hybrid, hope; fope, each pair multiplied by a Fourier series of
+  the head's frequencies), and pope (position-only phases on softplus magnitudes: a rotation of q and k, at twice the
+  width);
 * ``bias`` -- an additive bias on the attention scores from the distance: alibi, t5, kerple, fire;
 * ``content`` -- order read from the content: cope (positions counted by gates), fox (a decay bias from forget
   gates on the hidden states), stick_breaking (attention weights broken off from the most recent key backwards);
