@@ -7,6 +7,7 @@ Adding an encoding: write ``pebench/encodings/<name>.py`` with a :class:`Positio
 from pebench.encodings import (  # noqa: F401  (registry entries)
     abacus,
     alibi,
+    cable,
     cope,
     coupling,
     digits,
@@ -26,6 +27,7 @@ from pebench.encodings import (  # noqa: F401  (registry entries)
     rope,
     rope_nope,
     scaled_rope,
+    selective,
     sininit,
     sinonly,
     sinusoidal,

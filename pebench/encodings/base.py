@@ -68,7 +68,9 @@ report draws one small chart per family); the model never reads it:
   width);
 * ``bias`` -- an additive bias on the attention scores from the distance: alibi, t5, kerple, fire;
 * ``content`` -- order read from the content: cope (positions counted by gates), fox (a decay bias from forget
-  gates on the hidden states), stick_breaking (attention weights broken off from the most recent key backwards);
+  gates on the hidden states), cable (the same form: ALiBi with token-specific slopes from the hidden states),
+  selective (every head's logits minus the earlier tokens' selections by head 0), stick_breaking (attention weights
+  broken off from the most recent key backwards);
 * ``none`` -- no positional information: nope, nope_qknorm;
 * ``wrapper`` -- wrappers and schedules around another encoding: randomized_<X> (any X), drope. They form their own
   family, whatever they wrap: what they change is the training protocol, and one chart of them sets the protocols
