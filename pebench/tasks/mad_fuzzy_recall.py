@@ -38,7 +38,8 @@ Defaults and departures from MAD:
   ``test`` every key has ``S`` tokens. At the default sizes a repeated size-3 key is rare (210 of them), so the
   scored tokens are mostly the query's value.
 
-Chance level ``1 / (V - 1 - (V-1)//2)`` (1/8): uniform over the value tokens.
+Chance level ``1 / (V - 1 - (V-1)//2)`` (1/8): uniform over the value tokens. The most frequent value token so far, a
+guess that ignores the key, scores about 0.17-0.19 at lengths 64-256 (1,000 test sequences per length).
 """
 
 from __future__ import annotations

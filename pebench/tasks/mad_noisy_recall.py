@@ -28,7 +28,8 @@ Defaults and departures from MAD:
 * As in ``mad_recall``: the probe's value is the last input (unscored), so ``L = 2P``; fresh batches instead of
   MAD's fixed 12,800 sequences; pebench's default 600 steps (not measured for this task).
 
-Chance level ``1 / ((V - N) - (V - N)//2)`` (1/8): uniform over the values.
+Chance level ``1 / ((V - N) - (V - N)//2)`` (1/8): uniform over the values. As in ``mad_recall``, the most frequent
+value so far, a guess that ignores the key, scores about 0.32 at lengths 64-256 (1,000 test sequences per length).
 """
 
 from __future__ import annotations
