@@ -38,6 +38,7 @@ from pebench.status import ResultStatus
 from pebench.store import attention
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
+from pebench.tasks.grid import GridEvaluated, cell_key
 
 Timer = Callable[[Callable[[], Any]], Any]
 """Wraps the call that trains a model, e.g. pytest-benchmark's ``benchmark.pedantic`` (see the suite)."""
@@ -76,6 +77,19 @@ def attention_snapshot(
     notes = None if batch.annotations is None else {k: v[:, :t].to(device) for k, v in batch.annotations.items()}
     maps = model.attention_maps(tokens, positions, layer=-1, annotations=notes)[0].float().cpu()  # (H, t, t)
     return attention.encode(maps.numpy(), len(model.blocks) - 1, tokens[0].tolist())
+
+
+def evaluate_grid(model: Transformer, task: Task, length: int, splits: dict[str, dict[str, float]], n_samples: int,
+                  seed: int, device: torch.device, batch_size: int = 64) -> dict[str, Any] | None:  # fmt: skip
+    """The grid cells ``task`` scores at ``length`` (:mod:`pebench.tasks.grid`) as stored in ``metrics["grid"]``:
+    each cell :func:`evaluate`'d on ``n_samples`` sequences of its split, or the result in ``splits`` (the case's
+    split results) when its split is one of them; None for a task without cells at ``length``."""
+    if not isinstance(task, GridEvaluated) or not (cells := task.grid_cells(length)):
+        return None
+    return {"axes": list(task.grid_axes),
+            "cells": {cell_key(r, c): splits[split] if split in splits else
+                      evaluate(model, task, length, split, n_samples, seed, device, batch_size)
+                      for (r, c), split in cells.items()}}  # fmt: skip
 
 
 class Runner:
@@ -347,13 +361,15 @@ class Runner:
 
     def _evaluate_into(self, record: ResultRecord, model: Transformer, info: TrainInfo, case: Case) -> None:
         """Evaluate the trained ``model`` of ``case`` on every evaluation split of its task into ``record``: the
-        first split's loss, accuracies and score, every split's metrics, the stop reason, the packing, and at the
-        training length the attention snapshot."""
+        first split's loss, accuracies and score, every split's metrics, the task's grid cells at this length
+        (:func:`evaluate_grid`), the stop reason, the packing, and at the training length the attention snapshot."""
         task = self.task(case.task)
         s = self.settings
         start = time.perf_counter()
         splits = {split: evaluate(model, task, case.length, split, s.eval_samples, case.seed, self.device,
                                   s.eval_batch_size) for split in task.eval_splits}  # fmt: skip
+        grid = evaluate_grid(model, task, case.length, splits, s.eval_samples, case.seed, self.device,
+                             s.eval_batch_size)  # fmt: skip
         record.eval_time_s = time.perf_counter() - start
         main = splits[task.eval_splits[0]]
         record.loss = main["loss"]
@@ -361,6 +377,8 @@ class Runner:
         record.sequence_accuracy = main["sequence_accuracy"]
         record.score = task.score(main)
         record.metrics = {"splits": splits}
+        if grid is not None:  # the task's grid cells (addition's operand-length pairs with grid=true)
+            record.metrics["grid"] = grid
         record.metrics["stop_reason"] = info.stop_reason  # learned | plateau | budget | diverged
         if info.packed_with > 1:
             record.metrics["packed_with"] = info.packed_with  # trained together with this many seeds

@@ -16,6 +16,7 @@ from pebench.case import point_of
 from pebench.errors import PebenchError
 from pebench.report import attn, charts, header, views
 from pebench.report.findings import findings_view
+from pebench.report.grid import cell_grids
 from pebench.report.sweep import sweep_view
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id, safe_url
@@ -147,9 +148,12 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         assembled = views.assemble(sel, prev)
         groups, keys = assembled.groups, assembled.keys
         by_key = {keys[tk][0]: tk for tk in groups}
+        grids = {}  # task key -> its grid heatmaps (tasks with grid cells only, e.g. addition with grid=true)
         for view in assembled.tasks:
             view.plot_svg = Markup(charts.length_plot(view, assembled.markers))
             attn.attention_maps(view, groups[by_key[view.key]])
+            if found := cell_grids(view, groups[by_key[view.key]]):
+                grids[view.key] = found
         order = [e.encoding for e in assembled.entries]
         failures, n_failures = header.failures(sel)
         curves = charts.curves(engine, own, keys)
@@ -158,6 +162,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
                 curves.setdefault(column, {}).setdefault(page_key, {}).update(by_task.get(task, {}))
         context.update(
             tasks=assembled.tasks,
+            cell_grids=grids,
             entries=assembled.entries,
             colors=assembled.colors,
             heatmap_svg=Markup(charts.heatmap(assembled, order)),

@@ -4,11 +4,12 @@ A model here is an (encoding, task) pair: all its lengths and seeds go to the sa
 two shards. Each model's expected cost is estimated from what the run will do, in tokens processed:
 
     cost = seeds x (3 x steps x batch_size x tokens(train max) + sum over its selected lengths L of
-           eval_samples x tokens(L) x evaluation splits)
+           eval_samples x tokens(L) x evaluations at L)
 
-(a training step is a forward and a backward pass, about 3 forwards). Models are assigned greedily, the most costly
-first, each to the shard with the least cost so far (ties: the lower shard; the longest-processing-time rule), so
-the N shards of the same selection are disjoint, cover every case, and have nearly equal cost. The split depends only
+(a training step is a forward and a backward pass, about 3 forwards; the evaluations at L are the task's evaluation
+splits and its grid cells at L, :func:`pebench.tasks.grid.evaluations_at`). Models are assigned greedily, the most
+costly first, each to the shard with the least cost so far (ties: the lower shard; the longest-processing-time rule),
+so the N shards of the same selection are disjoint, cover every case, and have nearly equal cost. The split depends only
 on the selection and the settings, so N CI runners or a Slurm array (``--shard $SLURM_ARRAY_TASK_ID/N``) that run
 the same command agree on it. Cases collected as skipped because their encoding does not apply to their task (it
 needs task annotations the task lacks) cost nothing: they are left out of the balance and shard 1 reports them.
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pebench.case import Case
 from pebench.engine.runner import Runner
 from pebench.errors import PebenchError
+from pebench.tasks.grid import evaluations_at
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -82,6 +84,6 @@ def case_costs(runner: Runner, cases: Iterable[Case]) -> dict[tuple[str, str], f
         r = runner.at(point)
         s, task = r.settings, r.task(task_name)
         train = 3.0 * s.train_config(task).steps * s.batch_size * task.tokens(task.train_range[1])
-        return train, float(s.eval_samples * task.tokens(length) * len(task.eval_splits))
+        return train, float(s.eval_samples * task.tokens(length) * evaluations_at(task, length))
 
     return model_costs(((c.encoding, c.task, c.length, (c.point, c.seed)) for c in cases), cost)

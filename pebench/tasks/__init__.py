@@ -29,6 +29,7 @@ from pebench.tasks import (  # noqa: F401  (registry entries)
     modular_arithmetic,
     modular_arithmetic_brackets,
     modular_sum,
+    mqar_forget,
     needle,
     odds_first,
     parity,

@@ -51,6 +51,19 @@ training and evaluation batch, 0 at padding; rules in :func:`~pebench.tasks.comm
   written most significant first (``m'`` the longer operand's digit count: the paper's zero-padded sum has
   ``m' + 1`` digits). ``reversed``: ``7 5 + 8 6 = 5 2 1`` -> ``2 3 1 2 3 1 2 3 4``; ``reversed_sum``: ``5 7 + 6 8 =
   5 2 1`` -> ``3 2 1 3 2 1 2 3 4``; ``plain``: ``5 7 + 6 8 = 1 2 5`` -> ``3 2 1 3 2 5 4 3 2``.
+
+Operand-length grid (option ``grid``, off by default; evaluation only, so one trained model serves both): McLeish et
+al. score every pair of operand lengths ``(len a, len b)`` separately (their Fig. 1 and the other addition heatmaps:
+exact match per pair, 1-100 digits per operand, the training square outlined; their released code,
+github.com/mcleish7/arithmetic ``arithmetic_eval_quicker.py``, draws 100 problems per pair). With
+``grid=true`` the case at length ``n`` also scores each cell ``(i, j)`` with ``max(i, j) = n`` -- the ``2n - 1``
+pairs whose longer operand has ``n`` digits -- on ``--eval-samples`` problems each, with ``a`` of exactly ``i`` and
+``b`` of exactly ``j`` digits drawn as above (evaluation split :func:`~pebench.tasks.grid.cell_split`, e.g.
+``cell2x5``, padded to ``3n + 3`` tokens like the case's own sequences). The cell ``(n, n)`` is the case's own
+``test`` split. The cells are stored with the result (:mod:`pebench.tasks.grid`) and the report draws them as a
+``len a x len b`` heatmap per encoding; the full tier (every length ``1 .. 5m``) fills the whole ``5m x 5m`` grid,
+the quick tier the L-shaped shells of its five lengths. With the grid off the task's configuration is what it was
+before the option existed (the option is left out of it), so earlier results keep their config hashes.
 """
 
 from __future__ import annotations
@@ -68,6 +81,7 @@ from pebench.tasks.common import (
     list_layout,
     python_random,
 )
+from pebench.tasks.grid import GridEvaluated, cell_split, parse_cell_split
 from pebench.tasks.registry import register
 
 PLUS, SEP, END, PAD = 10, 11, 12, 13
@@ -80,7 +94,7 @@ def decimal_digits(value: int, least_first: bool) -> list[int]:
 
 
 @register
-class Addition(RangeTrainedTask):
+class Addition(GridEvaluated, RangeTrainedTask):
     name = "addition"
     version = "2"
     description = "sum of two decimal numbers with carries, digits reversed (train 1-3 digits; OOD to 15); exact match"
@@ -90,6 +104,8 @@ class Addition(RangeTrainedTask):
                             low=1, high=1000),
         "digits": Option("reversed", "digit order: reversed (operands and sum least significant first, McLeish et "
                          "al.), reversed_sum (only the sum reversed, Cho et al.) or plain", type=str, choices=ORDERS),
+        "grid": Option(False, "also score every operand-length pair (len a, len b) whose longer operand has the case's "
+                       "length, for McLeish et al.'s grid heatmap (evaluation only)", type=bool, eval_only=True),
     }  # fmt: skip
     metric = "exact_match"
     default_steps = 2400
@@ -97,6 +113,7 @@ class Addition(RangeTrainedTask):
     min_length = 1
     pad_token = PAD
     annotations = frozenset({DIGIT_INDEX, COUPLED_POSITION})
+    grid_axes = ("digits of a", "digits of b")
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -104,6 +121,25 @@ class Addition(RangeTrainedTask):
         self.train_length = m
         self.quick_lengths, self.full_lengths = algorithmic_lengths((1, m), (m + 1, 5 * m))
         self.order = str(self.opts["digits"])
+        self.grid = bool(self.opts["grid"])
+
+    def config(self) -> dict[str, Any]:
+        """The task's configuration; ``grid`` only when it is on (results from before the option keep their hash)."""
+        config = super().config()
+        if not self.grid:
+            del config["options"]["grid"]
+        return config
+
+    def grid_cells(self, length: int) -> dict[tuple[int, int], str]:
+        """With ``grid`` on: every ``(i, j)`` with ``max(i, j) = length``, the diagonal cell as the ``test`` split."""
+        if not self.grid:
+            return {}
+        shell = [(i, length) for i in range(1, length + 1)] + [(length, j) for j in range(1, length)]
+        return {(i, j): self.eval_splits[0] if i == j else cell_split(i, j) for i, j in sorted(shell)}
+
+    def check_split(self, split: str) -> None:
+        if parse_cell_split(split) is None:
+            super().check_split(split)
 
     @property
     def vocab_size(self) -> int:
@@ -132,8 +168,12 @@ class Addition(RangeTrainedTask):
     def sample(self, batch_size: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
         self.check_length(length)
         self.check_split(split)
+        i, j = parse_cell_split(split) or (length, length)  # a grid cell's operand lengths, else both n digits
+        if not (1 <= i <= length and 1 <= j <= length):
+            raise ValueError(f"task {self.name}: split {split!r} does not fit length {length}; valid cells: "
+                             f"cell<i>x<j> with 1 <= i, j <= {length}")
         rng = python_random(generator)
-        pairs = [(self.operand(length, rng), self.operand(length, rng)) for _ in range(batch_size)]
+        pairs = [(self.operand(i, rng), self.operand(j, rng)) for _ in range(batch_size)]
         return self.layout(pairs, self.tokens(length))
 
     def sample_train(self, batch_size: int, generator: torch.Generator) -> Batch:
