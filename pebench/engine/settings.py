@@ -225,8 +225,8 @@ _FLAGS = (
           "2x steps); factors on the other flags (docs/sweeps.md#scale)", {"default": "tiny", "choices": tuple(SCALES)},
           "suite", "run", "setting"),
     _flag("--layers", "n_layers", f"transformer blocks (default {ModelConfig.n_layers}, or the encoding's own "
-          "default_layers: nope, nope_qknorm 6, see docs/encodings.md)", {"type": int, "default": Settings.n_layers},
-          "suite", "run", "setting", "sizes"),
+          "default_layers: nope, nope_qknorm, ssmax_nope 6, see docs/encodings.md)",
+          {"type": int, "default": Settings.n_layers}, "suite", "run", "setting", "sizes"),
     *(_config_flag(name, f) for name, (cls, f) in CONFIG_FIELDS.items() if cls is not ModelConfig),
     _flag("--eval-samples", "eval_samples", f"held-out sequences per case (default {Settings.eval_samples})",
           {"type": int, "default": Settings.eval_samples}, "suite", "run", "setting"),

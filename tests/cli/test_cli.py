@@ -21,6 +21,8 @@ EXPECTED = {
     "t5", "kerple", "fire", "xpos", "cope", "randomized_rope", "randomized_learned",
     # the field in 2026 (issue 15)
     "p_rope", "partial_rope", "llama3", "longrope", "nope_qknorm", "rope_nope",
+    # the newest (issue 32)
+    "irope", "ssmax_rope", "ssmax_nope",
 }  # fmt: skip
 
 

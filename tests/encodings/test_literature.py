@@ -51,13 +51,14 @@ def perturb_encoding(model: Transformer, seed: int = 5) -> None:
 RELATIVE = [
     "rope", "lrope", "alibi", "t5", "kerple", "xpos", "nope", "pope", "pi", "ntk", "yarn", "cope", "drope",
     "randomized_rope", "p_rope", "partial_rope", "llama3", "longrope", "nope_qknorm", "rope_nope", "stick_breaking",
-    "fox", "hope", "selective", "cable",
+    "fox", "hope", "selective", "cable", "ssmax_rope", "ssmax_nope",
 ]  # fmt: skip
 ABSOLUTE = [
     "sinusoidal", "learned", "sinonly", "binary", "binary_norm", "decimal", "decimal_norm", "sininit",
     "randomized_learned",
 ]  # fmt: skip
-MIXED = ["fire"]  # relative while every position is below its threshold L, absolute beyond (tested below)
+MIXED = ["fire", "irope"]  # relative while every position is below its threshold L, absolute beyond (tested below);
+# irope: while p + 1 < floor_scale (tests/encodings/test_logit_temperature.py)
 FOURIER = ["fope"]  # rotary, but each pair a Fourier series of several frequencies: the cross terms between them
 # depend on the absolute positions (shift-invariant only with identity coefficients; tests/encodings/test_hope_fope.py)
 ANNOTATED = ["abacus", "coupling"]  # read the task's annotations, never the positions: no shift test here (they need
@@ -375,8 +376,8 @@ def test_drope_keeps_the_base_parameters_and_takes_any_base():
     model = make_model("drope", options={"base": "learned", "drop_at": 0.5})
     assert "encoding.inner.table.weight" in model.state_dict() and model.encoding.base is model.encoding.inner
     bases = wrappable()
-    assert len(bases) == 26 and {"rope", "alibi", "learned", "t5", "yarn", "p_rope", "rope_nope"} <= set(bases)
-    for name in ("nope", "nope_qknorm", "cope", "drope", "randomized_rope", "randomized_learned"):
+    assert len(bases) == 27 and {"rope", "alibi", "learned", "t5", "yarn", "p_rope", "rope_nope", "irope"} <= set(bases)
+    for name in ("nope", "nope_qknorm", "cope", "drope", "randomized_rope", "randomized_learned", "ssmax_rope"):
         assert name not in bases  # ignore positions, or wrap another encoding themselves
     with pytest.raises(OptionError, match="option base='cope' is invalid; valid: one of 'alibi'"):
         make_model("drope", options={"base": "cope"})
