@@ -1,14 +1,14 @@
 """Colours of the leaderboard: one per encoding (the same on every plot), and a colormap for scores in [0, 1].
 
 Encodings are coloured in family order (:func:`pebench.report.families.ordered`): the i-th encoding gets
-``PALETTE[i]``. The palette is 5 rounds of 8 hue columns (strong, dark, shifted, then twice for each column the
+``PALETTE[i]``. The palette is 6 rounds of 8 hue columns (strong, dark, shifted, then three times for each column the
 colour farthest in RGB from all earlier entries that still meets the contrast; the fifth round searched a 3-step RGB
-grid within 25° of the column's hue, HSV saturation 0.45-0.85 and value 0.4-0.9, with contrast >= 3.05, so no pure
-primaries), so any 8 consecutive entries -- the
+grid, the sixth an 18-step one, within 25° of the column's hue, HSV saturation 0.45-0.85 and value 0.4-0.9, with
+contrast >= 3.05, so no pure primaries), so any 8 consecutive entries -- the
 members of one family, which share a small chart -- have 8 different columns (a family of more than 8, rotary with 12,
 repeats a column only 8 entries apart, where the marker differs). Every colour has a contrast ratio of
 at least :data:`MIN_CONTRAST` against the white page (WCAG 2 relative luminance; tested), so no line or label is
-pale; beyond 40 encodings, evenly spaced hues are darkened until they meet it too.
+pale; beyond 48 encodings, evenly spaced hues are darkened until they meet it too.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ PALETTE = (
     "#4f6bd8", "#b06a00", "#5f8a00", "#e0445a", "#a03ad0", "#7a6a55", "#d04aa0", "#3a7d6e",  # shifted
     "#162bd9", "#bf8169", "#64993d", "#cc7233", "#eb18f2", "#b22d4e", "#87388c", "#5b97a6",  # farthest from the rest
     "#3c4e93", "#96812a", "#1ea857", "#ae5175", "#5d24e4", "#ae4824", "#e45ae1", "#2a99e4",  # farthest, again
+    "#2d9696", "#785a1e", "#4ba569", "#e16978", "#b478e1", "#b45a4b", "#c31eb4", "#5a96d2",  # and a third time
 )  # fmt: skip
 
 
