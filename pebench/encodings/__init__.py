@@ -7,6 +7,7 @@ Adding an encoding: write ``pebench/encodings/<name>.py`` with a :class:`Positio
 from pebench.encodings import (  # noqa: F401  (registry entries)
     abacus,
     alibi,
+    carope,
     cope,
     coupling,
     digits,
@@ -18,6 +19,7 @@ from pebench.encodings import (  # noqa: F401  (registry entries)
     lrope,
     nope,
     partial_rope,
+    path,
     pope,
     qknorm,
     randomized,
