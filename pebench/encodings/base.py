@@ -11,6 +11,9 @@ The model calls these hooks and never looks at an encoding's name:
   needs; the runner and the suite never pair such an encoding with a task that does not provide its annotations;
 * :meth:`PositionalEncoding.transform_qk` -- a transform of queries and keys given positions (rotary family); it may
   change their width (report it in :attr:`PositionalEncoding.qk_dim`);
+* :meth:`PositionalEncoding.transform_qk_from_hidden` -- a transform of queries and keys (after
+  :meth:`~PositionalEncoding.transform_qk`) computed from the hidden states entering the layer's attention (after its
+  norm), for encodings with :attr:`qk_from_hidden` (CARoPE's token-conditioned rotary phases);
 * :meth:`PositionalEncoding.attn_bias` -- an additive bias on the attention scores, per head, from positions and,
   for content-dependent encodings, the (transformed) queries and keys;
 * :meth:`PositionalEncoding.attn_bias_from_hidden` -- an additive bias on the attention scores computed from the
@@ -19,6 +22,9 @@ The model calls these hooks and never looks at an encoding's name:
 * :meth:`PositionalEncoding.key_bias_from_hidden` -- optional beside it: the same bias as a per-key bias ``b_j`` when
   it differs from one only by a constant per query row (FoX's ``c_i - c_j``), which softmax cannot tell apart; the
   model then builds the bias block by block from a ``(B, H, T)`` vector;
+* :meth:`PositionalEncoding.attention_scores` -- the unscaled scores of every query against every key in place of
+  q·kᵀ, from q, k and the hidden states, for encodings with :attr:`custom_scores` (PaTH's accumulated Householder
+  transforms between key and query); the model scales them, adds the biases and masks them causally;
 * :meth:`PositionalEncoding.attention_weights` -- the attention weights from the (biased, causally masked) scores,
   replacing softmax, for encodings with :attr:`custom_attention_weights` (stick-breaking attention);
 * :meth:`PositionalEncoding.on_step` -- the training step, for schedules;
@@ -52,6 +58,12 @@ adds :meth:`~PositionalEncoding.attn_bias`'s (dense, blocked, by rows, packed se
 :attr:`PositionalEncoding.custom_attention_weights` says that :meth:`~PositionalEncoding.attention_weights` replaces
 softmax; the model then always runs its blocked attention (on every device and for packed seeds, never SDPA, whose
 kernels are softmax-only), so each query row's weights must depend only on that row's scores, as softmax's do.
+:attr:`PositionalEncoding.qk_from_hidden` says that :meth:`~PositionalEncoding.transform_qk_from_hidden` is
+implemented; the model calls it in every layer right after :meth:`~PositionalEncoding.transform_qk`, inside the one
+function that builds q and k for every attention path (SDPA, dense, blocked, packed seeds, the inspected maps).
+:attr:`PositionalEncoding.custom_scores` says that :meth:`~PositionalEncoding.attention_scores` replaces q·kᵀ; the
+model then always runs its blocked attention on those scores (every device, packed seeds, never SDPA, whose kernels
+compute q·kᵀ themselves) and the inspected maps use them too.
 A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
 position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
 :func:`pebench.encodings.registry.wrappable`.
@@ -64,13 +76,14 @@ report draws one small chart per family); the model never reads it:
   (coupled position ids);
 * ``rotary`` -- q and k rotated by position-dependent angles: rope and its variants (pi, ntk, yarn, llama3, longrope,
   xpos, lrope, p_rope, partial_rope, the rope_nope hybrid, hope; fope, each pair multiplied by a Fourier series of
-  the head's frequencies), and pope (position-only phases on softplus magnitudes: a rotation of q and k, at twice the
-  width);
+  the head's frequencies), pope (position-only phases on softplus magnitudes: a rotation of q and k, at twice the
+  width) and carope (phases summed over token-conditioned frequencies);
 * ``bias`` -- an additive bias on the attention scores from the distance: alibi, t5, kerple, fire;
 * ``content`` -- order read from the content: cope (positions counted by gates), fox (a decay bias from forget
   gates on the hidden states), cable (the same form: ALiBi with token-specific slopes from the hidden states),
   selective (every head's logits minus the earlier tokens' selections by head 0), stick_breaking (attention weights
-  broken off from the most recent key backwards);
+  broken off from the most recent key backwards), path (scores through the product of data-dependent Householder
+  transforms between key and query);
 * ``none`` -- no positional information: nope, nope_qknorm;
 * ``wrapper`` -- wrappers and schedules around another encoding: randomized_<X> (any X), drope. They form their own
   family, whatever they wrap: what they change is the training protocol, and one chart of them sets the protocols
@@ -155,6 +168,12 @@ class PositionalEncoding(nn.Module):
     custom_attention_weights: ClassVar[bool] = False
     """Whether :meth:`attention_weights` replaces softmax (stick-breaking attention). The model then computes the
     attention by blocks of query rows on every device (never through SDPA's softmax kernels)."""
+    qk_from_hidden: ClassVar[bool] = False
+    """Whether :meth:`transform_qk_from_hidden` is implemented: q and k are transformed by a function of the hidden
+    states entering each layer's attention (CARoPE's phases summed over the tokens' own frequencies)."""
+    custom_scores: ClassVar[bool] = False
+    """Whether :meth:`attention_scores` replaces q·kᵀ (PaTH attention). The model then computes the attention by
+    blocks of query rows on every device, from those scores (never through SDPA)."""
     needs: ClassVar[frozenset[str]] = frozenset()
     """Names of the task annotations (:data:`pebench.tasks.base.ANNOTATIONS`) that :meth:`embed_annotations` reads;
     empty: none (the hook is never called). Runs only on tasks whose :attr:`pebench.tasks.base.Task.annotations`
@@ -192,6 +211,14 @@ class PositionalEncoding(nn.Module):
         """Return transformed (q, k) of shape ``(B, H, T, qk_dim)``."""
         return q, k
 
+    def transform_qk_from_hidden(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int
+                                 ) -> tuple[Tensor, Tensor]:  # fmt: skip
+        """Only for encodings with :attr:`qk_from_hidden`: ``(q, k)`` ``(B, H, T, qk_dim)``, after
+        :meth:`transform_qk`, transformed with ``x`` ``(B, T, d_model)``, the hidden states entering layer ``layer``'s
+        attention (after its norm, the input of its q, k, v projections). Returns the same shapes; position t may
+        read ``x`` only at positions <= t (causality)."""
+        return q, k
+
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
         """Additive bias on the scaled scores, ``(H, T, T)`` or ``(B, H, T, T)``; None for no bias."""
         return None
@@ -226,6 +253,14 @@ class PositionalEncoding(nn.Module):
         with ``pebench bench``). Ignored with :attr:`custom_attention_weights` (not softmax, so not invariant to a
         constant per row)."""
         return None
+
+    def attention_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int) -> Tensor:
+        """Only for encodings with :attr:`custom_scores`: the unscaled scores ``(B, H, T, T)`` of queries ``q``
+        against keys ``k`` ``(B, H, T, qk_dim)`` in place of ``q·kᵀ`` (the default), from them and ``x``
+        ``(B, T, d_model)``, the hidden states entering layer ``layer``'s attention (after its norm). The model
+        multiplies them by :attr:`attn_scale`, adds the biases and masks the keys after each query (``j > i``), whatever
+        those entries hold; entry ``(i, j <= i)`` may read the tokens up to ``i`` only (causality)."""
+        return q @ k.transpose(-1, -2)
 
     def attention_weights(self, scores: Tensor, start: int) -> Tensor:
         """Only for encodings with :attr:`custom_attention_weights`: the attention weights of query rows
@@ -290,6 +325,14 @@ class Wrapper(PositionalEncoding):
     def custom_attention_weights(self) -> bool:  # type: ignore[override]
         return self.inner.custom_attention_weights
 
+    @property  # type: ignore[override]
+    def qk_from_hidden(self) -> bool:  # type: ignore[override]
+        return self.inner.qk_from_hidden
+
+    @property  # type: ignore[override]
+    def custom_scores(self) -> bool:  # type: ignore[override]
+        return self.inner.custom_scores
+
     needs = _InnerNeeds()  # type: ignore[assignment]
 
     @property
@@ -310,6 +353,10 @@ class Wrapper(PositionalEncoding):
     def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
         return self.inner.transform_qk(q, k, positions, layer)
 
+    def transform_qk_from_hidden(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int
+                                 ) -> tuple[Tensor, Tensor]:  # fmt: skip
+        return self.inner.transform_qk_from_hidden(q, k, x, positions, layer)
+
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
         return self.inner.attn_bias(q, k, positions, layer)
 
@@ -323,6 +370,9 @@ class Wrapper(PositionalEncoding):
 
     def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
         return self.inner.key_bias_from_hidden(x, positions, layer)
+
+    def attention_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int) -> Tensor:
+        return self.inner.attention_scores(q, k, x, positions, layer)
 
     def attention_weights(self, scores: Tensor, start: int) -> Tensor:
         return self.inner.attention_weights(scores, start)

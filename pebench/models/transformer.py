@@ -153,7 +153,8 @@ floor at -80 (the softmax's gradients still fall under 1e-38) and 514 ms at -40 
 
 def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float,
                              dropout: float = 0.0, bias_rows: Callable[[Tensor, int], Tensor] | None = None,
-                             weights: Callable[[Tensor, int], Tensor] | None = None) -> Tensor:  # fmt: skip
+                             weights: Callable[[Tensor, int], Tensor] | None = None,
+                             raw: Tensor | None = None) -> Tensor:  # fmt: skip
     """softmax(q·kᵀ·scale + mask)·v computed by blocks of :data:`BLOCK_ROWS` query rows, each against the keys it
     can see (j < the block's end), so about half of the causal upper triangle is never computed.
 
@@ -163,7 +164,8 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
     causal part; with ``bias_rows`` instead (``mask`` None) the bias of each block is ``bias_rows(scores, start)``
     from the block's scaled scores and the causal part is added here, so no ``(B, H, T, T)`` tensor is built.
     ``weights(scores, start)``, when given, replaces the softmax of each block's masked scores (an encoding's
-    :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`)."""
+    :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`). ``raw`` ``(B, H, T, T)``, when given,
+    replaces q·kᵀ (an encoding's :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores`)."""
     t = q.shape[-2]
     qs = q * scale  # (B, H, T, d): cheaper to scale than the (B, H, T, T) scores
     kt = k.transpose(-1, -2)
@@ -171,7 +173,10 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
     outs = []
     for start in range(0, t, BLOCK_ROWS):
         stop = min(t, start + BLOCK_ROWS)
-        scores = torch.matmul(qs[..., start:stop, :], kt[..., :stop]).float()
+        if raw is None:
+            scores = torch.matmul(qs[..., start:stop, :], kt[..., :stop]).float()
+        else:
+            scores = raw[..., start:stop, :stop].float() * scale
         if causal is not None:
             extra = causal[..., start:stop, :stop]
             if bias_rows is not None:
@@ -229,6 +234,8 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe.transform_qk(q, k, positions, self.layer)
+        if pe.qk_from_hidden:  # a transform read from the hidden states (CARoPE's phases)
+            q, k = pe.transform_qk_from_hidden(q, k, x, positions, self.layer)
         if not bias:
             return q, k, v, None
         reuse = shared is not None and pe.bias_shared_by_layers
@@ -280,11 +287,13 @@ class Attention(nn.Module):
                     out = scores.new_zeros(()) if mask is None else mask[..., start:stop, :stop].float()
                 return out if hidden is None else out + hidden(start, stop)
 
-            y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights)
+            y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights,
+                                         raw=self.raw_scores(q, k, x, positions, pe))  # fmt: skip
             return self.out(y.transpose(1, 2).reshape(b, t, d))
         q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
-        if weights is not None:  # not softmax: SDPA's kernels cannot compute it
-            y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout, weights=weights)
+        raw = self.raw_scores(q, k, x, positions, pe)
+        if weights is not None or raw is not None:  # not softmax of q·kᵀ: SDPA's kernels cannot compute it
+            y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout, weights=weights, raw=raw)
         elif torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
             full = mask if mask is not None else causal_additive(t, q.device, q.dtype)
             y = blocked_causal_attention(q, k, v, full, pe.attn_scale, dropout)
@@ -294,12 +303,18 @@ class Attention(nn.Module):
             y = sdpa(q, k, v, mask, dropout, pe.attn_scale)
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
+    def raw_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor | None:
+        """The encoding's own unscaled scores ``(B, H, T, T)`` in place of q·kᵀ, for an encoding with
+        ``custom_scores`` (its ``attention_scores`` hook, PaTH's); None: q·kᵀ."""
+        return pe.attention_scores(q, k, x, positions, self.layer) if pe.custom_scores else None
+
     def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
         """The attention probabilities ``(B, H, T, T)`` (softmax, or the encoding's
         :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`), computed explicitly (for plots)."""
         t = x.shape[1]
         q, k, _, mask = self.scores_inputs(x, positions, pe)
-        scores = (q.float() @ k.float().transpose(-1, -2)) * pe.attn_scale
+        raw = self.raw_scores(q, k, x, positions, pe)
+        scores = (q.float() @ k.float().transpose(-1, -2) if raw is None else raw.float()) * pe.attn_scale
         if mask is None:
             scores = scores.masked_fill(~causal_mask(t, x.device), float("-inf"))
         else:

@@ -2,8 +2,9 @@
 causal attention used for biases that need a gradient, and the position memo (issue 17, item 3).
 
 The reference is written out here from the definition softmax(q·kᵀ/√d + bias + causal)·v (the encoding's own
-attention weights in place of softmax where it declares them), independently of the model's attention code, and
-compared for every registered encoding on logits and on every parameter's gradient."""
+attention weights in place of softmax, and its own scores in place of q·kᵀ, where it declares them), independently
+of the model's attention code, and compared for every registered encoding on logits and on every parameter's
+gradient."""
 
 from __future__ import annotations
 
@@ -43,7 +44,10 @@ def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch
         b = h.shape[0]
         q, k, v = attn.qkv(h).view(b, t, 3, attn.n_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe.transform_qk(q, k, pos, attn.layer)
-        scores = (q @ k.transpose(-1, -2)) * pe.attn_scale
+        if pe.qk_from_hidden:  # a transform of q and k read from the hidden states (CARoPE's phases)
+            q, k = pe.transform_qk_from_hidden(q, k, h, pos, attn.layer)
+        raw = pe.attention_scores(q, k, h, pos, attn.layer) if pe.custom_scores else q @ k.transpose(-1, -2)
+        scores = raw * pe.attn_scale  # the encoding's own scores in place of q·kᵀ (PaTH)
         bias = pe.attn_bias(q, k, pos, attn.layer)
         if bias is not None:
             scores = scores + bias
