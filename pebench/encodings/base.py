@@ -21,6 +21,9 @@ The model calls these hooks and never looks at an encoding's name:
   model then builds the bias block by block from a ``(B, H, T)`` vector;
 * :meth:`PositionalEncoding.attention_weights` -- the attention weights from the (biased, causally masked) scores,
   replacing softmax, for encodings with :attr:`custom_attention_weights` (stick-breaking attention);
+* :meth:`PositionalEncoding.init_state`, :meth:`~PositionalEncoding.transform_qk_with_state`,
+  :meth:`~PositionalEncoding.state_values`, :meth:`~PositionalEncoding.update_state` -- a state carried from layer
+  to layer of one forward pass, for encodings with :attr:`carries_state` (TAPE's contextual position features);
 * :meth:`PositionalEncoding.on_step` -- the training step, for schedules;
 * :meth:`PositionalEncoding.configure_eval` -- the training and evaluation lengths before an evaluation, for
   encodings that adapt at inference time;
@@ -52,6 +55,11 @@ adds :meth:`~PositionalEncoding.attn_bias`'s (dense, blocked, by rows, packed se
 :attr:`PositionalEncoding.custom_attention_weights` says that :meth:`~PositionalEncoding.attention_weights` replaces
 softmax; the model then always runs its blocked attention (on every device and for packed seeds, never SDPA, whose
 kernels are softmax-only), so each query row's weights must depend only on that row's scores, as softmax's do.
+:attr:`PositionalEncoding.carries_state` says that the state hooks are implemented: the model
+(:mod:`pebench.models.state`) builds the state from the positions before the first block; in layer ``n`` it
+transforms q and k with it (before :meth:`~PositionalEncoding.transform_qk`), appends its
+:meth:`~PositionalEncoding.state_values` to v (so every attention route applies the layer's weights to them) and
+after the block updates it from the attended channels and the block's feed-forward output for layer ``n + 1``.
 A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
 position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
 :func:`pebench.encodings.registry.wrappable`.
@@ -64,8 +72,8 @@ report draws one small chart per family); the model never reads it:
   (coupled position ids);
 * ``rotary`` -- q and k rotated by position-dependent angles: rope and its variants (pi, ntk, yarn, llama3, longrope,
   xpos, lrope, p_rope, partial_rope, the rope_nope hybrid, hope; fope, each pair multiplied by a Fourier series of
-  the head's frequencies), and pope (position-only phases on softplus magnitudes: a rotation of q and k, at twice the
-  width);
+  the head's frequencies), pope (position-only phases on softplus magnitudes: a rotation of q and k, at twice the
+  width) and tape (RoPE's cos/sin pairs as per-head features updated in every layer from the content);
 * ``bias`` -- an additive bias on the attention scores from the distance: alibi, t5, kerple, fire;
 * ``content`` -- order read from the content: cope (positions counted by gates), fox (a decay bias from forget
   gates on the hidden states), cable (the same form: ALiBi with token-specific slopes from the hidden states),
@@ -155,6 +163,9 @@ class PositionalEncoding(nn.Module):
     custom_attention_weights: ClassVar[bool] = False
     """Whether :meth:`attention_weights` replaces softmax (stick-breaking attention). The model then computes the
     attention by blocks of query rows on every device (never through SDPA's softmax kernels)."""
+    carries_state: ClassVar[bool] = False
+    """Whether :meth:`init_state`, :meth:`transform_qk_with_state` and :meth:`update_state` (with
+    :meth:`state_values` when attended) are implemented: a state carried from layer to layer (TAPE's features)."""
     needs: ClassVar[frozenset[str]] = frozenset()
     """Names of the task annotations (:data:`pebench.tasks.base.ANNOTATIONS`) that :meth:`embed_annotations` reads;
     empty: none (the hook is never called). Runs only on tasks whose :attr:`pebench.tasks.base.Task.annotations`
@@ -235,6 +246,29 @@ class PositionalEncoding(nn.Module):
         rows). The output is ``weights · v``; default: softmax."""
         return scores.softmax(-1)
 
+    def init_state(self, positions: Tensor, batch_size: int) -> Tensor:
+        """Only with :attr:`carries_state`: the state entering the first layer, once per forward pass, from
+        ``positions`` ``(T,)`` or ``(B, T)``; a tensor whose first dimension is ``batch_size`` or 1 (broadcast)."""
+        raise NotImplementedError(f"encoding {self.name} carries no state")
+
+    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        """Only with :attr:`carries_state`: q and k ``(B, H, T, head_dim)`` of layer ``layer`` transformed with the
+        state entering it, ``(B, H, T, qk_dim)``; applied before :meth:`transform_qk`."""
+        return q, k
+
+    def state_values(self, state: Tensor, layer: int) -> Tensor | None:
+        """Only with :attr:`carries_state`: channels ``s`` ``(B or 1, H, T, w)`` of the state entering layer ``layer``
+        that the layer's attention mixes with its own weights ``a``: the model appends them to v and hands
+        ``Σ_j a_ij s_j`` ``(B, H, T, w)`` to :meth:`update_state`. None (default): the state is not attended."""
+        return None
+
+    def update_state(self, state: Tensor, attended: Tensor | None, ffn_out: Tensor, layer: int) -> Tensor:
+        """Only with :attr:`carries_state`: the state entering layer ``layer + 1`` from the one entering ``layer``,
+        ``attended`` (its :meth:`state_values` mixed by the layer's attention weights; None if they were None) and
+        ``ffn_out`` ``(B, T, d_model)``, the layer's feed-forward output before the residual addition. Called after
+        every block; a token's new state may read only its own and earlier tokens' (causality)."""
+        return state
+
     def on_step(self, step: int, total_steps: int) -> None:
         """Called by the trainer before each optimisation step (``0 <= step < total_steps``)."""
 
@@ -290,6 +324,10 @@ class Wrapper(PositionalEncoding):
     def custom_attention_weights(self) -> bool:  # type: ignore[override]
         return self.inner.custom_attention_weights
 
+    @property  # type: ignore[override]
+    def carries_state(self) -> bool:  # type: ignore[override]
+        return self.inner.carries_state
+
     needs = _InnerNeeds()  # type: ignore[assignment]
 
     @property
@@ -326,6 +364,18 @@ class Wrapper(PositionalEncoding):
 
     def attention_weights(self, scores: Tensor, start: int) -> Tensor:
         return self.inner.attention_weights(scores, start)
+
+    def init_state(self, positions: Tensor, batch_size: int) -> Tensor:
+        return self.inner.init_state(positions, batch_size)
+
+    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        return self.inner.transform_qk_with_state(q, k, state, layer)
+
+    def state_values(self, state: Tensor, layer: int) -> Tensor | None:
+        return self.inner.state_values(state, layer)
+
+    def update_state(self, state: Tensor, attended: Tensor | None, ffn_out: Tensor, layer: int) -> Tensor:
+        return self.inner.update_state(state, attended, ffn_out, layer)
 
     def on_step(self, step: int, total_steps: int) -> None:
         self.inner.on_step(step, total_steps)

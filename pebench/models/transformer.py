@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from pebench.encodings.base import PositionalEncoding
 from pebench.errors import ConfigError
+from pebench.models import state as pe_state
 from pebench.options import flag
 
 
@@ -193,8 +194,10 @@ def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float, s
     2·head_dim at seq 256: 162 ms -> 84 ms for the forward and backward of one layer's attention, measured on the
     2-core CPU). The padded columns of the output are 0 and dropped, so the result is the same."""
     width = v.shape[-1]
-    if q.shape[-1] != width:
+    if q.shape[-1] > width:
         v = F.pad(v, (0, q.shape[-1] - width))
+    elif q.shape[-1] < width:  # v wider (an encoding's state channels appended): zero columns leave q·k unchanged
+        q, k = F.pad(q, (0, width - q.shape[-1])), F.pad(k, (0, width - k.shape[-1]))
     y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=dropout,
                                        scale=scale)  # fmt: skip
     return y if y.shape[-1] == width else y[..., :width]
@@ -228,6 +231,7 @@ class Attention(nn.Module):
         added, for a caller that asks for them by rows (:meth:`hidden_rows`); with neither the mask is None."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k = pe_state.transform_qk(pe, q, k, shared, self.layer)  # a state carried from layer to layer, if any
         q, k = pe.transform_qk(q, k, positions, self.layer)
         if not bias:
             return q, k, v, None
@@ -269,6 +273,7 @@ class Attention(nn.Module):
             # the bias by blocks of query rows: a content bias from the block's scores, and the bias from the hidden
             # states (with a gradient: a dense mask would make SDPA fall back to its math path)
             q, k, v, mask = self.scores_inputs(x, positions, pe, shared, bias=not pe.bias_by_rows, hidden=False)
+            v = pe_state.with_state_values(pe, v, shared, self.layer)
             hidden = self.hidden_rows(x, positions, pe)
 
             def rows(scores: Tensor, start: int) -> Tensor:
@@ -281,8 +286,9 @@ class Attention(nn.Module):
                 return out if hidden is None else out + hidden(start, stop)
 
             y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights)
-            return self.out(y.transpose(1, 2).reshape(b, t, d))
+            return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
         q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
+        v = pe_state.with_state_values(pe, v, shared, self.layer)
         if weights is not None:  # not softmax: SDPA's kernels cannot compute it
             y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout, weights=weights)
         elif torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
@@ -292,13 +298,14 @@ class Attention(nn.Module):
             y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout)
         else:
             y = sdpa(q, k, v, mask, dropout, pe.attn_scale)
-        return self.out(y.transpose(1, 2).reshape(b, t, d))
+        return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
 
-    def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
+    def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
+                          shared: dict[str, Tensor | None] | None = None) -> Tensor:  # fmt: skip
         """The attention probabilities ``(B, H, T, T)`` (softmax, or the encoding's
         :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`), computed explicitly (for plots)."""
         t = x.shape[1]
-        q, k, _, mask = self.scores_inputs(x, positions, pe)
+        q, k, _, mask = self.scores_inputs(x, positions, pe, shared)
         scores = (q.float() @ k.float().transpose(-1, -2)) * pe.attn_scale
         if mask is None:
             scores = scores.masked_fill(~causal_mask(t, x.device), float("-inf"))
@@ -320,6 +327,10 @@ class Block(nn.Module):
         self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
     ) -> Tensor:
         x = x + self.drop(self.attn(self.attn_norm(x), positions, pe, shared))
+        if pe.carries_state:  # the encoding's state leaving this layer, from its feed-forward output
+            out = self.ffn(self.ffn_norm(x))
+            pe_state.update(pe, shared, out, self.attn.layer)
+            return x + self.drop(out)
         return x + self.drop(self.ffn(self.ffn_norm(x)))
 
 
@@ -404,7 +415,7 @@ class Transformer(nn.Module):
                 annotations: Mapping[str, Tensor] | None = None, generator: torch.Generator | None = None
                 ) -> Tensor:  # fmt: skip
         x, positions = self.hidden_states(tokens, positions, annotations, generator)
-        shared: dict[str, Tensor | None] = {}
+        shared = pe_state.scratch(self.encoding, positions, x.shape[0])
         for block in self.blocks:
             x = block(x, positions, self.encoding, shared)
         return self.head(self.norm(x))
@@ -415,10 +426,11 @@ class Transformer(nn.Module):
         """Attention probabilities ``(B, H, T, T)`` of ``layer`` (default the last), as at evaluation."""
         x, positions = self.hidden_states(tokens, positions, annotations)
         layer = layer % len(self.blocks)
+        shared = pe_state.scratch(self.encoding, positions, x.shape[0])
         for i, block in enumerate(self.blocks):
             if i == layer:
-                return block.attn.attention_weights(block.attn_norm(x), positions, self.encoding)
-            x = block(x, positions, self.encoding)
+                return block.attn.attention_weights(block.attn_norm(x), positions, self.encoding, shared)
+            x = block(x, positions, self.encoding, shared)
         raise AssertionError("unreachable")
 
     def set_step(self, step: int, total_steps: int) -> None:

@@ -103,7 +103,7 @@ def test_capabilities_and_task_determinism_fail_by_name():
     report = check_encoding(HiddenBiasUndeclared, speed=False)
     assert report.failed == ["capabilities"]
     (cap,) = [p for p in report.properties if p.name == "capabilities"]
-    assert cap.measured == "7/8" and cap.detail == "inconsistent: reads_hidden <=> attn_bias_from_hidden"
+    assert cap.measured == "9/10" and cap.detail == "inconsistent: reads_hidden <=> attn_bias_from_hidden"
     assert report.source == f"module {__name__}"
     report = check_task(GlobalRandomTask)
     assert report.failed == ["determinism"], "\n".join(report.lines())

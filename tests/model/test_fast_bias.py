@@ -25,9 +25,10 @@ def make_model(name: str) -> Transformer:
     cfg = ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS)
     ctx = EncodingContext(d_model=D, n_heads=HEADS, n_layers=LAYERS, max_len=MAX_LEN)
     model = Transformer(cfg, encodings.build(name, ctx)).train()
-    with torch.no_grad():  # move learned biases off their zero / tiny initialisation so they matter
+    with torch.no_grad():  # move learned biases (and a carried state's updates) off their zero init so they matter
         for pname, p in model.encoding.named_parameters():
-            p.add_(0.3 * torch.randn_like(p)) if "table" in pname or pname.startswith("bias") else None
+            moved = "table" in pname or pname.startswith("bias") or model.encoding.carries_state
+            p.add_(0.3 * torch.randn_like(p)) if moved else None
     return model
 
 
@@ -37,11 +38,14 @@ def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch
     x, pos = model.hidden_states(tokens, positions)
     t = tokens.shape[1]
     causal = torch.ones(t, t, dtype=torch.bool).tril()
+    state = pe.init_state(pos, x.shape[0]) if pe.carries_state else None  # a state carried from layer to layer
     for block in model.blocks:
         attn = block.attn
         h = block.attn_norm(x)
         b = h.shape[0]
         q, k, v = attn.qkv(h).view(b, t, 3, attn.n_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
+        if state is not None:
+            q, k = pe.transform_qk_with_state(q, k, state, attn.layer)
         q, k = pe.transform_qk(q, k, pos, attn.layer)
         scores = (q @ k.transpose(-1, -2)) * pe.attn_scale
         bias = pe.attn_bias(q, k, pos, attn.layer)
@@ -53,7 +57,11 @@ def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch
         probs = pe.attention_weights(scores, 0) if pe.custom_attention_weights else scores.softmax(-1)
         y = (probs @ v).transpose(1, 2).reshape(b, t, -1)
         x = x + attn.out(y)
-        x = x + block.ffn(block.ffn_norm(x))
+        out = block.ffn(block.ffn_norm(x))
+        if state is not None:  # the state's channels mixed by the same weights, then the update from the FFN output
+            extra = pe.state_values(state, attn.layer)
+            state = pe.update_state(state, None if extra is None else probs @ extra, out, attn.layer)
+        x = x + out
     return model.head(model.norm(x))
 
 
