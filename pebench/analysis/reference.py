@@ -8,7 +8,9 @@ default"; a run with ``--layers 4`` is only comparable with reference results at
 identity. The reference rows joined are the latest result of each case of the reference database, only for the
 tasks and evaluated lengths the run has, and only where some result of the run on the same task has the same key;
 every reference (encoding, task) that is left out is listed with why (``task k_back: version 1 here, 2 in the
-run``, ``configuration differs: train.steps 200 vs 400``).
+run``, ``configuration differs: train.steps 200 vs 400``). When nothing at all is comparable (a reference of other
+task versions, or trained at other settings), the page is refused in one line naming the first reasons and the fix
+(:func:`nothing_comparable_text`).
 
 A reference result trained by other code than the installed pebench (another ``code_version`` than it computes
 for that encoding and task: the model, trainer, bases or the encoding's or task's module changed since) is still the
@@ -147,6 +149,15 @@ def stale_text(joined: Joined) -> str:
     """The one line refusing stale joined rows (:attr:`Joined.stale`)."""
     return (f"{joined.stale} reference result(s) in {len(joined.stale_cells)} cell(s) ({_listed(joined.stale_cells)}) "
             f"were trained by other code than this pebench; {FIX}")
+
+
+def nothing_comparable_text(joined: Joined) -> str:
+    """The one line refusing a reference of which nothing is comparable with the run (another task version, another
+    step budget ...: :attr:`Joined.not_comparable`)."""
+    n = len(joined.not_comparable)
+    return (f"none of its results is comparable with this run ({'; '.join(joined.not_comparable[:2])}"
+            f"{f' and {n - 2} more' if n > 2 else ''}); train the run at the reference's settings, or give a "
+            f"reference built at this pebench's task versions and the run's settings")
 
 
 def check_fresh(url: str) -> None:

@@ -74,6 +74,8 @@ def split_state_values(y: Tensor, width: int, shared: dict[str, Tensor | None] |
 
 
 def update(pe: PositionalEncoding, shared: dict[str, Tensor | None] | None, ffn_out: Tensor, layer: int) -> None:
-    """Replace the state in ``shared`` by the one leaving ``layer``."""
+    """Replace the state in ``shared`` by the one leaving ``layer`` (nothing without a state)."""
+    if not pe.carries_state:
+        return
     state = state_of(pe, shared)
     shared[STATE] = pe.update_state(state, shared.pop(ATTENDED, None), ffn_out, layer)  # type: ignore[union-attr]

@@ -28,12 +28,10 @@ class ModelConfig:
 
     ``scale_embeddings``: when the encoding adds a position vector to the token embeddings (its ``embed`` hook
     returns one), the token embeddings (initialised N(0, 0.02²)) are first multiplied by √d_model, as Vaswani et al.
-    2017 (§3.4) do, so tokens and positions start at comparable sizes. Without it a fixed absolute encoding's
-    entries of size ~1 are ~50x the token signal at d_model 128: sinusoidal, binary_norm and decimal_norm stayed at
-    chance on k_back for 200+ steps; with it they leave chance within 200 steps. Encodings that add no vector are
-    left unscaled: scaling only enlarges the residual stream against the blocks' outputs there, and it cost RoPE the
-    passkey task (docs/defaults.md, "Token embedding scale (scale_embeddings)"). It is part of the config, so results
-    with and without it are never mixed.
+    2017 (§3.4) do, so tokens and positions start at comparable sizes (a fixed absolute encoding's entries of size
+    ~1 are ~50x the token signal at d_model 128). Encodings that add no vector are left unscaled (measurements:
+    docs/defaults.md, "Token embedding scale (scale_embeddings)"). Part of the config, so results with and without
+    it are never mixed.
     """
 
     vocab_size: int
@@ -154,7 +152,8 @@ floor at -80 (the softmax's gradients still fall under 1e-38) and 514 ms at -40 
 
 def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float,
                              dropout: float = 0.0, bias_rows: Callable[[Tensor, int], Tensor] | None = None,
-                             weights: Callable[[Tensor, int], Tensor] | None = None) -> Tensor:  # fmt: skip
+                             weights: Callable[[Tensor, int], Tensor] | None = None,
+                             raw: Tensor | None = None) -> Tensor:  # fmt: skip
     """softmax(q·kᵀ·scale + mask)·v computed by blocks of :data:`BLOCK_ROWS` query rows, each against the keys it
     can see (j < the block's end), so about half of the causal upper triangle is never computed.
 
@@ -164,7 +163,8 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
     causal part; with ``bias_rows`` instead (``mask`` None) the bias of each block is ``bias_rows(scores, start)``
     from the block's scaled scores and the causal part is added here, so no ``(B, H, T, T)`` tensor is built.
     ``weights(scores, start)``, when given, replaces the softmax of each block's masked scores (an encoding's
-    :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`)."""
+    :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`). ``raw`` ``(B, H, T, T)``, when given,
+    replaces q·kᵀ (an encoding's :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores`)."""
     t = q.shape[-2]
     qs = q * scale  # (B, H, T, d): cheaper to scale than the (B, H, T, T) scores
     kt = k.transpose(-1, -2)
@@ -172,7 +172,10 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
     outs = []
     for start in range(0, t, BLOCK_ROWS):
         stop = min(t, start + BLOCK_ROWS)
-        scores = torch.matmul(qs[..., start:stop, :], kt[..., :stop]).float()
+        if raw is None:
+            scores = torch.matmul(qs[..., start:stop, :], kt[..., :stop]).float()
+        else:
+            scores = raw[..., start:stop, :stop].float() * scale
         if causal is not None:
             extra = causal[..., start:stop, :stop]
             if bias_rows is not None:
@@ -188,11 +191,10 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
 
 
 def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float, scale: float) -> Tensor:
-    """PyTorch's SDPA, causal (``mask`` None) or with a float mask. When q and k are wider than v (an encoding that
-    widens them, as PoPE), v is padded with zeros to their width and the output cut back: the fused kernels need
-    one head width, and without them SDPA falls back to its math path with the whole ``(T, T)`` attention (PoPE's
-    2·head_dim at seq 256: 162 ms -> 84 ms for the forward and backward of one layer's attention, measured on the
-    2-core CPU). The padded columns of the output are 0 and dropped, so the result is the same."""
+    """PyTorch's SDPA, causal (``mask`` None) or with a float mask. When q and k are wider than v (PoPE) or v is
+    wider (a state's channels appended), the narrower side is padded with zero columns, which change neither q·k nor
+    the output, and the output is cut back to v's width: the fused kernels need one head width, and without them SDPA
+    falls back to its math path with the whole ``(T, T)`` attention (docs/speed.md, "PoPE through the fused kernel")."""
     width = v.shape[-1]
     if q.shape[-1] > width:
         v = F.pad(v, (0, q.shape[-1] - width))
@@ -233,6 +235,8 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe_state.transform_qk(pe, q, k, shared, self.layer)  # a state carried from layer to layer, if any
         q, k = pe.transform_qk(q, k, positions, self.layer)
+        if pe.qk_from_hidden:  # a transform read from the hidden states (CARoPE's phases)
+            q, k = pe.transform_qk_from_hidden(q, k, x, positions, self.layer)
         if not bias:
             return q, k, v, None
         reuse = shared is not None and pe.bias_shared_by_layers
@@ -285,12 +289,14 @@ class Attention(nn.Module):
                     out = scores.new_zeros(()) if mask is None else mask[..., start:stop, :stop].float()
                 return out if hidden is None else out + hidden(start, stop)
 
-            y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights)
+            y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights,
+                                         raw=self.raw_scores(q, k, x, positions, pe))  # fmt: skip
             return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
         q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
-        v = pe_state.with_state_values(pe, v, shared, self.layer)
-        if weights is not None:  # not softmax: SDPA's kernels cannot compute it
-            y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout, weights=weights)
+        raw = self.raw_scores(q, k, x, positions, pe)
+        v = pe_state.with_state_values(pe, v, shared, self.layer)  # after the scores' inputs: they never read it
+        if weights is not None or raw is not None:  # not softmax of q·kᵀ: SDPA's kernels cannot compute it
+            y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout, weights=weights, raw=raw)
         elif torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
             full = mask if mask is not None else causal_additive(t, q.device, q.dtype)
             y = blocked_causal_attention(q, k, v, full, pe.attn_scale, dropout)
@@ -300,13 +306,18 @@ class Attention(nn.Module):
             y = sdpa(q, k, v, mask, dropout, pe.attn_scale)
         return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
 
+    def raw_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor | None:
+        """The unscaled scores ``(B, H, T, T)`` of an encoding with ``custom_scores`` (PaTH's); None: q·kᵀ."""
+        return pe.attention_scores(q, k, x, positions, self.layer) if pe.custom_scores else None
+
     def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
                           shared: dict[str, Tensor | None] | None = None) -> Tensor:  # fmt: skip
         """The attention probabilities ``(B, H, T, T)`` (softmax, or the encoding's
         :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`), computed explicitly (for plots)."""
         t = x.shape[1]
         q, k, _, mask = self.scores_inputs(x, positions, pe, shared)
-        scores = (q.float() @ k.float().transpose(-1, -2)) * pe.attn_scale
+        raw = self.raw_scores(q, k, x, positions, pe)
+        scores = (q.float() @ k.float().transpose(-1, -2) if raw is None else raw.float()) * pe.attn_scale
         if mask is None:
             scores = scores.masked_fill(~causal_mask(t, x.device), float("-inf"))
         else:
@@ -327,11 +338,9 @@ class Block(nn.Module):
         self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
     ) -> Tensor:
         x = x + self.drop(self.attn(self.attn_norm(x), positions, pe, shared))
-        if pe.carries_state:  # the encoding's state leaving this layer, from its feed-forward output
-            out = self.ffn(self.ffn_norm(x))
-            pe_state.update(pe, shared, out, self.attn.layer)
-            return x + self.drop(out)
-        return x + self.drop(self.ffn(self.ffn_norm(x)))
+        out = self.ffn(self.ffn_norm(x))
+        pe_state.update(pe, shared, out, self.attn.layer)  # the encoding's state leaving this layer, if it has one
+        return x + self.drop(out)
 
 
 class Transformer(nn.Module):

@@ -10,7 +10,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pebench.analysis import lr
-from pebench.analysis.reference import Joined, join, stale_text
+from pebench.analysis.reference import Joined, join, nothing_comparable_text, stale_text
 from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
 from pebench.errors import PebenchError
@@ -141,6 +141,8 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             joined, ref_curves = _reference(reference, sel)
             if joined.stale and not allow_stale:
                 raise ReportError(f"--with-reference {safe_url(reference)}: {stale_text(joined)}")
+            if joined.rows.empty and joined.not_comparable:
+                raise ReportError(f"--with-reference {safe_url(reference)}: {nothing_comparable_text(joined)}")
             sel = pd.concat([sel, joined.rows], ignore_index=True)
             context["reference"] = {"url": safe_url(reference), "encodings": joined.encodings,
                                     "n_cells": len(joined.rows), "not_comparable": joined.not_comparable,

@@ -207,6 +207,9 @@ def capabilities(p: Probe) -> Property:
         "key_bias_from_hidden => reads_hidden": not _overrides(c, "key_bias_from_hidden") or bool(inner.reads_hidden),
         "custom_attention_weights <=> attention_weights":
             bool(inner.custom_attention_weights) == _overrides(c, "attention_weights"),
+        "qk_from_hidden <=> transform_qk_from_hidden":
+            bool(inner.qk_from_hidden) == _overrides(c, "transform_qk_from_hidden"),
+        "custom_scores <=> attention_scores": bool(inner.custom_scores) == _overrides(c, "attention_scores"),
         "bias_by_rows <=> attn_bias_rows": bool(inner.bias_by_rows) == _overrides(c, "attn_bias_rows"),
         "bias_by_rows => attn_bias": not inner.bias_by_rows or _overrides(c, "attn_bias"),
         "bias_shared_by_layers => attn_bias": not inner.bias_shared_by_layers or _overrides(c, "attn_bias"),

@@ -51,7 +51,7 @@ def perturb_encoding(model: Transformer, seed: int = 5) -> None:
 RELATIVE = [
     "rope", "lrope", "alibi", "t5", "kerple", "xpos", "nope", "pope", "pi", "ntk", "yarn", "cope", "drope",
     "randomized_rope", "p_rope", "partial_rope", "llama3", "longrope", "nope_qknorm", "rope_nope", "stick_breaking",
-    "fox", "hope", "selective", "cable", "ssmax_rope", "ssmax_nope", "tape",
+    "fox", "hope", "selective", "cable", "ssmax_rope", "ssmax_nope", "tape", "carope", "path",
 ]  # fmt: skip
 ABSOLUTE = [
     "sinusoidal", "learned", "sinonly", "binary", "binary_norm", "decimal", "decimal_norm", "sininit",
