@@ -37,6 +37,7 @@ from pebench.encodings import (  # noqa: F401  (registry entries)
     ssmax,
     stick_breaking,
     t5,
+    tape,
     xpos,
 )
 from pebench.encodings.base import EncodingContext, PositionalEncoding

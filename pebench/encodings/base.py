@@ -1,69 +1,41 @@
 """The hook points through which any positional encoding plugs into the model.
 
-The model calls these hooks and never looks at an encoding's name:
+The model calls these hooks and never looks at an encoding's name (how each is used, and how they combine:
+docs/extending.md, "Adding an encoding"):
 
 * :meth:`PositionalEncoding.embed` -- a vector added to the token embeddings (absolute encodings);
 * :meth:`PositionalEncoding.embed_annotations` -- a vector added to the token embeddings from the task's per-token
-  annotations (:attr:`pebench.tasks.base.Batch.annotations`), for encodings whose :attr:`~PositionalEncoding.needs`
-  names them (Abacus embeddings, position coupling). ``generator`` is the trainer's positions generator in training
-  (random training offsets are drawn from it) and None at evaluation, so an evaluation is deterministic. The model
-  calls it only when ``needs`` is not empty, and raises a one-line error when the batch lacks an annotation it
-  needs; the runner and the suite never pair such an encoding with a task that does not provide its annotations;
+  annotations, for encodings whose :attr:`~PositionalEncoding.needs` names them (Abacus, position coupling);
 * :meth:`PositionalEncoding.transform_qk` -- a transform of queries and keys given positions (rotary family); it may
   change their width (report it in :attr:`PositionalEncoding.qk_dim`);
-* :meth:`PositionalEncoding.transform_qk_from_hidden` -- a transform of queries and keys (after
-  :meth:`~PositionalEncoding.transform_qk`) computed from the hidden states entering the layer's attention (after its
-  norm), for encodings with :attr:`qk_from_hidden` (CARoPE's token-conditioned rotary phases);
+* :meth:`PositionalEncoding.transform_qk_from_hidden` -- a transform of q and k from the hidden states entering the
+  layer's attention, with :attr:`~PositionalEncoding.qk_from_hidden` (CARoPE's token-conditioned phases);
 * :meth:`PositionalEncoding.attn_bias` -- an additive bias on the attention scores, per head, from positions and,
   for content-dependent encodings, the (transformed) queries and keys;
-* :meth:`PositionalEncoding.attn_bias_from_hidden` -- an additive bias on the attention scores computed from the
-  hidden states entering the layer's attention (after its norm), for encodings with :attr:`reads_hidden` (FoX's
-  forget gates); added to :meth:`~PositionalEncoding.attn_bias`'s;
-* :meth:`PositionalEncoding.key_bias_from_hidden` -- optional beside it: the same bias as a per-key bias ``b_j`` when
-  it differs from one only by a constant per query row (FoX's ``c_i - c_j``), which softmax cannot tell apart; the
-  model then builds the bias block by block from a ``(B, H, T)`` vector;
-* :meth:`PositionalEncoding.attention_scores` -- the unscaled scores of every query against every key in place of
-  q·kᵀ, from q, k and the hidden states, for encodings with :attr:`custom_scores` (PaTH's accumulated Householder
-  transforms between key and query); the model scales them, adds the biases and masks them causally;
+* :meth:`PositionalEncoding.attn_bias_from_hidden` -- a bias from the hidden states entering the layer's attention,
+  with :attr:`~PositionalEncoding.reads_hidden` (FoX's forget gates); added to :meth:`~PositionalEncoding.attn_bias`'s;
+* :meth:`PositionalEncoding.key_bias_from_hidden` -- optional beside it: the same bias as a per-key ``(B, H, T)``
+  vector when it differs from one only by a constant per query row (FoX's ``c_i - c_j``);
+* :meth:`PositionalEncoding.attention_scores` -- the unscaled scores in place of q·kᵀ, from q, k and the hidden
+  states, with :attr:`~PositionalEncoding.custom_scores` (PaTH's Householder products between key and query);
 * :meth:`PositionalEncoding.attention_weights` -- the attention weights from the (biased, causally masked) scores,
-  replacing softmax, for encodings with :attr:`custom_attention_weights` (stick-breaking attention);
-* :meth:`PositionalEncoding.on_step` -- the training step, for schedules;
-* :meth:`PositionalEncoding.configure_eval` -- the training and evaluation lengths before an evaluation, for
-  encodings that adapt at inference time;
-* :meth:`PositionalEncoding.train_positions` -- the positions used for a training batch;
-* :meth:`PositionalEncoding.eval_positions` -- the positions used for an evaluation batch (None, the default:
-  ``0..T-1``), drawn from the evaluation's own seeded generator so that an evaluation is deterministic (the same
-  seed and configuration give the same positions and metrics). The trainer uses these two hooks wherever it builds
-  positions (training, evaluation, the stored attention snapshot) unless the task sets the batch's positions.
+  replacing softmax, with :attr:`~PositionalEncoding.custom_attention_weights` (stick-breaking attention);
+* :meth:`PositionalEncoding.init_state`, :meth:`~PositionalEncoding.transform_qk_with_state`,
+  :meth:`~PositionalEncoding.state_values`, :meth:`~PositionalEncoding.update_state` -- a state carried from layer
+  to layer of one forward pass, with :attr:`~PositionalEncoding.carries_state` (TAPE's position features);
+* :meth:`PositionalEncoding.on_step`, :meth:`~PositionalEncoding.configure_eval` -- the training step (schedules),
+  the training and evaluation lengths before an evaluation;
+* :meth:`PositionalEncoding.train_positions`, :meth:`~PositionalEncoding.eval_positions` -- the positions of a
+  training batch and of an evaluation batch (drawn from the evaluation's own seeded generator).
 
-Model defaults are class attributes too: :attr:`PositionalEncoding.default_layers` is the depth an encoding is
-trained at when the user gives no ``--layers`` (None: the global default, 2). An encoding that must derive
-positions inside the network, as NoPE does through causal attention, can ask for more blocks this way; the model and
-the runner read the number, never the encoding's name.
-
-Capabilities are class attributes, never name lists: :attr:`PositionalEncoding.needs` names the task annotations the
-encoding reads (keys of :data:`pebench.tasks.base.ANNOTATIONS`; an encoding whose needs a task does not provide does
-not apply to it); :attr:`PositionalEncoding.position_indexed` says whether the
-encoding reads the index positions (NoPE and CoPE do not; neither does the DroPE schedule);
-:attr:`PositionalEncoding.bias_shared_by_layers` says that :meth:`~PositionalEncoding.attn_bias` ignores ``q``, ``k``
-and ``layer``, so the model computes the bias (and its causal mask) once per forward pass and gives it to every
-layer. A bias that depends only on the positions can also be kept between calls with :class:`PositionMemo`.
-:attr:`PositionalEncoding.bias_by_rows` says that each query row's bias depends only on that row's query, the keys
-and the row's scaled scores (CoPE's gates are σ of the scores): the model may then ask for the bias one block of query
-rows at a time through :meth:`PositionalEncoding.attn_bias_rows`, handing over the block's scores it has already
-computed, and never builds the whole ``(B, H, T, T)`` bias (its blocked attention on the CPU and for packed seeds).
-:attr:`PositionalEncoding.reads_hidden` says that :meth:`~PositionalEncoding.attn_bias_from_hidden` is implemented;
-the model then calls it in every layer (never shared between layers) and adds its bias to the scores wherever it
-adds :meth:`~PositionalEncoding.attn_bias`'s (dense, blocked, by rows, packed seeds, the inspected attention maps).
-:attr:`PositionalEncoding.custom_attention_weights` says that :meth:`~PositionalEncoding.attention_weights` replaces
-softmax; the model then always runs its blocked attention (on every device and for packed seeds, never SDPA, whose
-kernels are softmax-only), so each query row's weights must depend only on that row's scores, as softmax's do.
-:attr:`PositionalEncoding.qk_from_hidden` says that :meth:`~PositionalEncoding.transform_qk_from_hidden` is
-implemented; the model calls it in every layer right after :meth:`~PositionalEncoding.transform_qk`, inside the one
-function that builds q and k for every attention path (SDPA, dense, blocked, packed seeds, the inspected maps).
-:attr:`PositionalEncoding.custom_scores` says that :meth:`~PositionalEncoding.attention_scores` replaces q·kᵀ; the
-model then always runs its blocked attention on those scores (every device, packed seeds, never SDPA, whose kernels
-compute q·kᵀ themselves) and the inspected maps use them too.
+q and k are built in one place for every attention path (SDPA, dense, blocked, by rows, packed seeds, the inspected
+maps), in this order: :meth:`~PositionalEncoding.transform_qk_with_state`, :meth:`~PositionalEncoding.transform_qk`,
+:meth:`~PositionalEncoding.transform_qk_from_hidden`; the scores are q·kᵀ or
+:meth:`~PositionalEncoding.attention_scores` of those, times :attr:`~PositionalEncoding.attn_scale`, plus the biases,
+then softmax or :meth:`~PositionalEncoding.attention_weights`, whose weights also mix a state's
+:meth:`~PositionalEncoding.state_values`, appended to v (:mod:`pebench.models.state`). Capabilities and defaults are
+class attributes, never name lists, each documented where :class:`PositionalEncoding` declares it. A bias that
+depends only on the positions can be kept between calls with :class:`PositionMemo`.
 A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
 position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
 :func:`pebench.encodings.registry.wrappable`.
@@ -77,7 +49,8 @@ report draws one small chart per family); the model never reads it:
 * ``rotary`` -- q and k rotated by position-dependent angles: rope and its variants (pi, ntk, yarn, llama3, longrope,
   xpos, lrope, p_rope, partial_rope, the rope_nope hybrid, hope; fope, each pair multiplied by a Fourier series of
   the head's frequencies), pope (position-only phases on softplus magnitudes: a rotation of q and k, at twice the
-  width) and carope (phases summed over token-conditioned frequencies);
+  width), carope (phases summed over token-conditioned frequencies) and tape (RoPE's cos/sin pairs as per-head
+  features updated in every layer from the content);
 * ``bias`` -- an additive bias on the attention scores from the distance: alibi, t5, kerple, fire;
 * ``content`` -- order read from the content: cope (positions counted by gates), fox (a decay bias from forget
   gates on the hidden states), cable (the same form: ALiBi with token-specific slopes from the hidden states),
@@ -174,6 +147,9 @@ class PositionalEncoding(nn.Module):
     custom_scores: ClassVar[bool] = False
     """Whether :meth:`attention_scores` replaces q·kᵀ (PaTH attention). The model then computes the attention by
     blocks of query rows on every device, from those scores (never through SDPA)."""
+    carries_state: ClassVar[bool] = False
+    """Whether :meth:`init_state`, :meth:`transform_qk_with_state` and :meth:`update_state` (with
+    :meth:`state_values` when attended) are implemented: a state carried from layer to layer (TAPE's features)."""
     needs: ClassVar[frozenset[str]] = frozenset()
     """Names of the task annotations (:data:`pebench.tasks.base.ANNOTATIONS`) that :meth:`embed_annotations` reads;
     empty: none (the hook is never called). Runs only on tasks whose :attr:`pebench.tasks.base.Task.annotations`
@@ -213,10 +189,10 @@ class PositionalEncoding(nn.Module):
 
     def transform_qk_from_hidden(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int
                                  ) -> tuple[Tensor, Tensor]:  # fmt: skip
-        """Only for encodings with :attr:`qk_from_hidden`: ``(q, k)`` ``(B, H, T, qk_dim)``, after
-        :meth:`transform_qk`, transformed with ``x`` ``(B, T, d_model)``, the hidden states entering layer ``layer``'s
-        attention (after its norm, the input of its q, k, v projections). Returns the same shapes; position t may
-        read ``x`` only at positions <= t (causality)."""
+        """Only for encodings with :attr:`qk_from_hidden`: ``(q, k)`` ``(B, H, T, qk_dim)``, after the state's transform
+        and :meth:`transform_qk`, transformed with ``x`` ``(B, T, d_model)``, the hidden states entering layer
+        ``layer``'s attention (after its norm, the input of its q, k, v projections). Returns the same shapes; position
+        t may read ``x`` only at positions <= t (causality)."""
         return q, k
 
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
@@ -269,6 +245,29 @@ class PositionalEncoding(nn.Module):
         ``(B, H, R, S)`` weights, 0 on those keys; each row from its own scores only (the model asks by blocks of
         rows). The output is ``weights · v``; default: softmax."""
         return scores.softmax(-1)
+
+    def init_state(self, positions: Tensor, batch_size: int) -> Tensor:
+        """Only with :attr:`carries_state`: the state entering the first layer, once per forward pass, from
+        ``positions`` ``(T,)`` or ``(B, T)``; a tensor whose first dimension is ``batch_size`` or 1 (broadcast)."""
+        raise NotImplementedError(f"encoding {self.name} carries no state")
+
+    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        """Only with :attr:`carries_state`: q and k ``(B, H, T, head_dim)`` of layer ``layer`` transformed with the
+        state entering it; applied first, then :meth:`transform_qk`, then :meth:`transform_qk_from_hidden`."""
+        return q, k
+
+    def state_values(self, state: Tensor, layer: int) -> Tensor | None:
+        """Only with :attr:`carries_state`: channels ``s`` ``(B or 1, H, T, w)`` of the state entering layer ``layer``
+        that the layer's attention mixes with its own weights ``a`` (custom scores and weights included): appended to v,
+        ``Σ_j a_ij s_j`` ``(B, H, T, w)`` goes to :meth:`update_state`. None (default): the state is not attended."""
+        return None
+
+    def update_state(self, state: Tensor, attended: Tensor | None, ffn_out: Tensor, layer: int) -> Tensor:
+        """Only with :attr:`carries_state`: the state entering layer ``layer + 1`` from the one entering ``layer``,
+        ``attended`` (its :meth:`state_values` mixed by the layer's attention weights; None if they were None) and
+        ``ffn_out`` ``(B, T, d_model)``, the layer's feed-forward output before the residual addition. Called after
+        every block; a token's new state may read only its own and earlier tokens' (causality)."""
+        return state
 
     def on_step(self, step: int, total_steps: int) -> None:
         """Called by the trainer before each optimisation step (``0 <= step < total_steps``)."""
@@ -333,6 +332,10 @@ class Wrapper(PositionalEncoding):
     def custom_scores(self) -> bool:  # type: ignore[override]
         return self.inner.custom_scores
 
+    @property  # type: ignore[override]
+    def carries_state(self) -> bool:  # type: ignore[override]
+        return self.inner.carries_state
+
     needs = _InnerNeeds()  # type: ignore[assignment]
 
     @property
@@ -376,6 +379,18 @@ class Wrapper(PositionalEncoding):
 
     def attention_weights(self, scores: Tensor, start: int) -> Tensor:
         return self.inner.attention_weights(scores, start)
+
+    def init_state(self, positions: Tensor, batch_size: int) -> Tensor:
+        return self.inner.init_state(positions, batch_size)
+
+    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        return self.inner.transform_qk_with_state(q, k, state, layer)
+
+    def state_values(self, state: Tensor, layer: int) -> Tensor | None:
+        return self.inner.state_values(state, layer)
+
+    def update_state(self, state: Tensor, attended: Tensor | None, ffn_out: Tensor, layer: int) -> Tensor:
+        return self.inner.update_state(state, attended, ffn_out, layer)
 
     def on_step(self, step: int, total_steps: int) -> None:
         self.inner.on_step(step, total_steps)

@@ -87,6 +87,9 @@ class DroPE(Wrapper):
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
         return self.inner.attn_bias(q, k, positions, layer) if self.active else None
 
+    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        return self.inner.transform_qk_with_state(q, k, state, layer) if self.active else (q, k)
+
     def extra_config(self) -> dict[str, Any]:
         return {"schedule": "base on for steps < floor(drop_at * train.steps); off after, and at evaluation",
                 "base_config": self.inner.extra_config()}

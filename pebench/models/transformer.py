@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from pebench.encodings.base import PositionalEncoding
 from pebench.errors import ConfigError
+from pebench.models import state as pe_state
 from pebench.options import flag
 
 
@@ -27,12 +28,10 @@ class ModelConfig:
 
     ``scale_embeddings``: when the encoding adds a position vector to the token embeddings (its ``embed`` hook
     returns one), the token embeddings (initialised N(0, 0.02²)) are first multiplied by √d_model, as Vaswani et al.
-    2017 (§3.4) do, so tokens and positions start at comparable sizes. Without it a fixed absolute encoding's
-    entries of size ~1 are ~50x the token signal at d_model 128: sinusoidal, binary_norm and decimal_norm stayed at
-    chance on k_back for 200+ steps; with it they leave chance within 200 steps. Encodings that add no vector are
-    left unscaled: scaling only enlarges the residual stream against the blocks' outputs there, and it cost RoPE the
-    passkey task (docs/defaults.md, "Token embedding scale (scale_embeddings)"). It is part of the config, so results
-    with and without it are never mixed.
+    2017 (§3.4) do, so tokens and positions start at comparable sizes (a fixed absolute encoding's entries of size
+    ~1 are ~50x the token signal at d_model 128). Encodings that add no vector are left unscaled (measurements:
+    docs/defaults.md, "Token embedding scale (scale_embeddings)"). Part of the config, so results with and without
+    it are never mixed.
     """
 
     vocab_size: int
@@ -192,14 +191,15 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
 
 
 def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float, scale: float) -> Tensor:
-    """PyTorch's SDPA, causal (``mask`` None) or with a float mask. When q and k are wider than v (an encoding that
-    widens them, as PoPE), v is padded with zeros to their width and the output cut back: the fused kernels need
-    one head width, and without them SDPA falls back to its math path with the whole ``(T, T)`` attention (PoPE's
-    2·head_dim at seq 256: 162 ms -> 84 ms for the forward and backward of one layer's attention, measured on the
-    2-core CPU). The padded columns of the output are 0 and dropped, so the result is the same."""
+    """PyTorch's SDPA, causal (``mask`` None) or with a float mask. When q and k are wider than v (PoPE) or v is
+    wider (a state's channels appended), the narrower side is padded with zero columns, which change neither q·k nor
+    the output, and the output is cut back to v's width: the fused kernels need one head width, and without them SDPA
+    falls back to its math path with the whole ``(T, T)`` attention (docs/speed.md, "PoPE through the fused kernel")."""
     width = v.shape[-1]
-    if q.shape[-1] != width:
+    if q.shape[-1] > width:
         v = F.pad(v, (0, q.shape[-1] - width))
+    elif q.shape[-1] < width:  # v wider (an encoding's state channels appended): zero columns leave q·k unchanged
+        q, k = F.pad(q, (0, width - q.shape[-1])), F.pad(k, (0, width - k.shape[-1]))
     y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=dropout,
                                        scale=scale)  # fmt: skip
     return y if y.shape[-1] == width else y[..., :width]
@@ -233,6 +233,7 @@ class Attention(nn.Module):
         added, for a caller that asks for them by rows (:meth:`hidden_rows`); with neither the mask is None."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k = pe_state.transform_qk(pe, q, k, shared, self.layer)  # a state carried from layer to layer, if any
         q, k = pe.transform_qk(q, k, positions, self.layer)
         if pe.qk_from_hidden:  # a transform read from the hidden states (CARoPE's phases)
             q, k = pe.transform_qk_from_hidden(q, k, x, positions, self.layer)
@@ -276,6 +277,7 @@ class Attention(nn.Module):
             # the bias by blocks of query rows: a content bias from the block's scores, and the bias from the hidden
             # states (with a gradient: a dense mask would make SDPA fall back to its math path)
             q, k, v, mask = self.scores_inputs(x, positions, pe, shared, bias=not pe.bias_by_rows, hidden=False)
+            v = pe_state.with_state_values(pe, v, shared, self.layer)
             hidden = self.hidden_rows(x, positions, pe)
 
             def rows(scores: Tensor, start: int) -> Tensor:
@@ -289,9 +291,10 @@ class Attention(nn.Module):
 
             y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights,
                                          raw=self.raw_scores(q, k, x, positions, pe))  # fmt: skip
-            return self.out(y.transpose(1, 2).reshape(b, t, d))
+            return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
         q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
         raw = self.raw_scores(q, k, x, positions, pe)
+        v = pe_state.with_state_values(pe, v, shared, self.layer)  # after the scores' inputs: they never read it
         if weights is not None or raw is not None:  # not softmax of q·kᵀ: SDPA's kernels cannot compute it
             y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout, weights=weights, raw=raw)
         elif torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
@@ -301,18 +304,18 @@ class Attention(nn.Module):
             y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout)
         else:
             y = sdpa(q, k, v, mask, dropout, pe.attn_scale)
-        return self.out(y.transpose(1, 2).reshape(b, t, d))
+        return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
 
     def raw_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor | None:
-        """The encoding's own unscaled scores ``(B, H, T, T)`` in place of q·kᵀ, for an encoding with
-        ``custom_scores`` (its ``attention_scores`` hook, PaTH's); None: q·kᵀ."""
+        """The unscaled scores ``(B, H, T, T)`` of an encoding with ``custom_scores`` (PaTH's); None: q·kᵀ."""
         return pe.attention_scores(q, k, x, positions, self.layer) if pe.custom_scores else None
 
-    def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor:
+    def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
+                          shared: dict[str, Tensor | None] | None = None) -> Tensor:  # fmt: skip
         """The attention probabilities ``(B, H, T, T)`` (softmax, or the encoding's
         :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`), computed explicitly (for plots)."""
         t = x.shape[1]
-        q, k, _, mask = self.scores_inputs(x, positions, pe)
+        q, k, _, mask = self.scores_inputs(x, positions, pe, shared)
         raw = self.raw_scores(q, k, x, positions, pe)
         scores = (q.float() @ k.float().transpose(-1, -2) if raw is None else raw.float()) * pe.attn_scale
         if mask is None:
@@ -335,7 +338,9 @@ class Block(nn.Module):
         self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
     ) -> Tensor:
         x = x + self.drop(self.attn(self.attn_norm(x), positions, pe, shared))
-        return x + self.drop(self.ffn(self.ffn_norm(x)))
+        out = self.ffn(self.ffn_norm(x))
+        pe_state.update(pe, shared, out, self.attn.layer)  # the encoding's state leaving this layer, if it has one
+        return x + self.drop(out)
 
 
 class Transformer(nn.Module):
@@ -419,7 +424,7 @@ class Transformer(nn.Module):
                 annotations: Mapping[str, Tensor] | None = None, generator: torch.Generator | None = None
                 ) -> Tensor:  # fmt: skip
         x, positions = self.hidden_states(tokens, positions, annotations, generator)
-        shared: dict[str, Tensor | None] = {}
+        shared = pe_state.scratch(self.encoding, positions, x.shape[0])
         for block in self.blocks:
             x = block(x, positions, self.encoding, shared)
         return self.head(self.norm(x))
@@ -430,10 +435,11 @@ class Transformer(nn.Module):
         """Attention probabilities ``(B, H, T, T)`` of ``layer`` (default the last), as at evaluation."""
         x, positions = self.hidden_states(tokens, positions, annotations)
         layer = layer % len(self.blocks)
+        shared = pe_state.scratch(self.encoding, positions, x.shape[0])
         for i, block in enumerate(self.blocks):
             if i == layer:
-                return block.attn.attention_weights(block.attn_norm(x), positions, self.encoding)
-            x = block(x, positions, self.encoding)
+                return block.attn.attention_weights(block.attn_norm(x), positions, self.encoding, shared)
+            x = block(x, positions, self.encoding, shared)
         raise AssertionError("unreachable")
 
     def set_step(self, step: int, total_steps: int) -> None:

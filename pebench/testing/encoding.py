@@ -214,6 +214,11 @@ def capabilities(p: Probe) -> Property:
         "bias_by_rows => attn_bias": not inner.bias_by_rows or _overrides(c, "attn_bias"),
         "bias_shared_by_layers => attn_bias": not inner.bias_shared_by_layers or _overrides(c, "attn_bias"),
         "needs <=> embed_annotations": bool(inner.needs) == _overrides(c, "embed_annotations"),
+        "carries_state <=> init_state and update_state":
+            bool(inner.carries_state) == _overrides(c, "init_state") == _overrides(c, "update_state"),
+        "transform_qk_with_state or state_values => carries_state":
+            bool(inner.carries_state) or not (_overrides(c, "transform_qk_with_state")
+                                              or _overrides(c, "state_values")),
         "needs are known annotations": set(inner.needs) <= set(ANNOTATIONS),
     }  # fmt: skip
     a = p.batch(1)

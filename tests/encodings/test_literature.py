@@ -51,7 +51,7 @@ def perturb_encoding(model: Transformer, seed: int = 5) -> None:
 RELATIVE = [
     "rope", "lrope", "alibi", "t5", "kerple", "xpos", "nope", "pope", "pi", "ntk", "yarn", "cope", "drope",
     "randomized_rope", "p_rope", "partial_rope", "llama3", "longrope", "nope_qknorm", "rope_nope", "stick_breaking",
-    "fox", "hope", "selective", "cable", "ssmax_rope", "ssmax_nope", "carope", "path",
+    "fox", "hope", "selective", "cable", "ssmax_rope", "ssmax_nope", "tape", "carope", "path",
 ]  # fmt: skip
 ABSOLUTE = [
     "sinusoidal", "learned", "sinonly", "binary", "binary_norm", "decimal", "decimal_norm", "sininit",
@@ -376,7 +376,7 @@ def test_drope_keeps_the_base_parameters_and_takes_any_base():
     model = make_model("drope", options={"base": "learned", "drop_at": 0.5})
     assert "encoding.inner.table.weight" in model.state_dict() and model.encoding.base is model.encoding.inner
     bases = wrappable()
-    assert len(bases) == 27 and {"rope", "alibi", "learned", "t5", "yarn", "p_rope", "rope_nope", "irope"} <= set(bases)
+    assert len(bases) == 28 and {"rope", "alibi", "learned", "t5", "yarn", "p_rope", "rope_nope", "irope"} <= set(bases)
     for name in ("nope", "nope_qknorm", "cope", "drope", "randomized_rope", "randomized_learned", "ssmax_rope"):
         assert name not in bases  # ignore positions, or wrap another encoding themselves
     with pytest.raises(OptionError, match="option base='cope' is invalid; valid: one of 'alibi'"):

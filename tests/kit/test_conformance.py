@@ -106,6 +106,16 @@ class ScoresDeclaredNotImplemented(PositionalEncoding):
     custom_scores = True
 
 
+class StateValuesUndeclared(PositionalEncoding):
+    """Implements state_values but does not declare carries_state: the model would never carry a state."""
+
+    name = "undeclared_state"
+    family = "content"
+
+    def state_values(self, state, layer):
+        return state
+
+
 class GlobalRandomTask(KBack):
     """Draws its tokens from the global generator, not from the one it is given."""
 
@@ -121,11 +131,12 @@ def test_capabilities_and_task_determinism_fail_by_name():
     report = check_encoding(HiddenBiasUndeclared, speed=False)
     assert report.failed == ["capabilities"]
     (cap,) = [p for p in report.properties if p.name == "capabilities"]
-    assert cap.measured == "9/10" and cap.detail == "inconsistent: reads_hidden <=> attn_bias_from_hidden"
+    assert cap.measured == "11/12" and cap.detail == "inconsistent: reads_hidden <=> attn_bias_from_hidden"
     for cls, rule in ((HiddenTransformUndeclared, "qk_from_hidden <=> transform_qk_from_hidden"),
-                      (ScoresDeclaredNotImplemented, "custom_scores <=> attention_scores")):  # fmt: skip
+                      (ScoresDeclaredNotImplemented, "custom_scores <=> attention_scores"),
+                      (StateValuesUndeclared, "transform_qk_with_state or state_values => carries_state")):  # fmt: skip
         (cap,) = [p for p in check_encoding(cls, speed=False).properties if p.name == "capabilities"]
-        assert cap.status == FAIL and cap.measured == "9/10" and cap.detail == f"inconsistent: {rule}"
+        assert cap.status == FAIL and cap.measured == "11/12" and cap.detail == f"inconsistent: {rule}"
     assert report.source == f"module {__name__}"
     report = check_task(GlobalRandomTask)
     assert report.failed == ["determinism"], "\n".join(report.lines())

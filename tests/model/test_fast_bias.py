@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
 
 from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.base import PositionMemo
+from pebench.encodings.tape import TAPE
 from pebench.models import transformer as tm
 from pebench.models.transformer import ModelConfig, Transformer
 
@@ -26,23 +29,29 @@ def make_model(name: str) -> Transformer:
     cfg = ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS)
     ctx = EncodingContext(d_model=D, n_heads=HEADS, n_layers=LAYERS, max_len=MAX_LEN)
     model = Transformer(cfg, encodings.build(name, ctx)).train()
-    with torch.no_grad():  # move learned biases off their zero / tiny initialisation so they matter
+    with torch.no_grad():  # move learned biases (and a carried state's updates) off their zero init so they matter
         for pname, p in model.encoding.named_parameters():
-            p.add_(0.3 * torch.randn_like(p)) if "table" in pname or pname.startswith("bias") else None
+            moved = "table" in pname or pname.startswith("bias") or model.encoding.carries_state
+            p.add_(0.3 * torch.randn_like(p)) if moved else None
     return model
 
 
-def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
-    """The model's forward with attention written out densely: no SDPA, no memo, no sharing, no blocks."""
+def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch.Tensor | None,
+                      maps: list[torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
+    """The model's forward with attention written out densely: no SDPA, no memo, no sharing, no blocks (each layer's
+    attention weights appended to ``maps`` when given)."""
     pe = model.encoding
     x, pos = model.hidden_states(tokens, positions)
     t = tokens.shape[1]
     causal = torch.ones(t, t, dtype=torch.bool).tril()
+    state = pe.init_state(pos, x.shape[0]) if pe.carries_state else None  # a state carried from layer to layer
     for block in model.blocks:
         attn = block.attn
         h = block.attn_norm(x)
         b = h.shape[0]
         q, k, v = attn.qkv(h).view(b, t, 3, attn.n_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
+        if state is not None:
+            q, k = pe.transform_qk_with_state(q, k, state, attn.layer)
         q, k = pe.transform_qk(q, k, pos, attn.layer)
         if pe.qk_from_hidden:  # a transform of q and k read from the hidden states (CARoPE's phases)
             q, k = pe.transform_qk_from_hidden(q, k, h, pos, attn.layer)
@@ -55,9 +64,15 @@ def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch
             scores = scores + pe.attn_bias_from_hidden(h, pos, attn.layer)
         scores = scores.masked_fill(~causal, float("-inf"))
         probs = pe.attention_weights(scores, 0) if pe.custom_attention_weights else scores.softmax(-1)
+        if maps is not None:
+            maps.append(probs)
         y = (probs @ v).transpose(1, 2).reshape(b, t, -1)
         x = x + attn.out(y)
-        x = x + block.ffn(block.ffn_norm(x))
+        out = block.ffn(block.ffn_norm(x))
+        if state is not None:  # the state's channels mixed by the same weights, then the update from the FFN output
+            extra = pe.state_values(state, attn.layer)
+            state = pe.update_state(state, None if extra is None else probs @ extra, out, attn.layer)
+        x = x + out
     return model.head(model.norm(x))
 
 
@@ -220,3 +235,103 @@ def test_a_bias_by_rows_is_never_built_whole_on_the_cpu() -> None:
     block = tm.BLOCK_ROWS
     per_layer = [(0, block, block), (block, block, 2 * block), (2 * block, T - 2 * block, T)]
     assert asked == per_layer * LAYERS
+
+
+class Combined(TAPE):
+    """TAPE's state carried from layer to layer, with every other hook on q, k, the scores and the weights that the
+    variant's flags switch on: the combinations no registered encoding has. The three transforms of q and k do not
+    commute (a rotation by the state, a shift by position, a scale per token), so their order shows in the output."""
+
+    name = "combined"
+
+    def __init__(self, ctx: EncodingContext, **options: object) -> None:
+        super().__init__(ctx, **options)
+        self.shift = nn.Parameter(0.3 * torch.randn(ctx.head_dim))
+        self.token_scale = nn.Parameter(0.3 * torch.randn(ctx.d_model, ctx.n_heads))
+        self.key_weight = nn.Parameter(0.3 * torch.randn(ctx.d_model, ctx.n_heads))
+        self.calls: list[str] = []
+
+    def transform_qk_with_state(self, q, k, state, layer):  # type: ignore[no-untyped-def]
+        self.calls.append("state")
+        return super().transform_qk_with_state(q, k, state, layer)
+
+    def transform_qk(self, q, k, positions, layer):  # type: ignore[no-untyped-def]
+        self.calls.append("positions")
+        p = positions.float()
+        p = 0.01 * (p[:, None, :, None] if p.dim() == 2 else p[None, None, :, None])
+        return q + p * self.shift, k - p * self.shift
+
+    def transform_qk_from_hidden(self, q, k, x, positions, layer):  # type: ignore[no-untyped-def]
+        self.calls.append("hidden")
+        s = (1 + torch.tanh(x @ self.token_scale)).transpose(1, 2)[..., None]  # (B, H, T, 1): token t's own
+        return q * s, k * (2 - s)
+
+    def key_term(self, x: torch.Tensor) -> torch.Tensor:
+        return (x @ self.key_weight).transpose(1, 2)[:, :, None, :]  # (B, H, 1, T): key j's own
+
+    def attention_scores(self, q, k, x, positions, layer):  # type: ignore[no-untyped-def]
+        return q @ k.transpose(-1, -2) + self.key_term(x)
+
+    def attn_bias_from_hidden(self, x, positions, layer):  # type: ignore[no-untyped-def]
+        t = x.shape[1]
+        return 0.5 * self.key_term(x).expand(-1, -1, t, -1)
+
+    def attention_weights(self, scores, start):  # type: ignore[no-untyped-def]
+        if not self.custom_attention_weights:  # the inspected maps ask whatever the flag says
+            return scores.softmax(-1)
+        w = torch.sigmoid(scores)  # 0 on the masked keys; each row from its own scores
+        return w / (1 + w.sum(-1, keepdim=True))
+
+
+COMBINATIONS = {  # the routes they take on the CPU: training, evaluation
+    "state+hidden": {"qk_from_hidden": True},  # blocked on a state-widened v / SDPA with q and k padded
+    "state+hidden+scores": {"qk_from_hidden": True, "custom_scores": True},  # raw scores: blocked
+    "state+hidden+scores+weights": {"qk_from_hidden": True, "custom_scores": True, "custom_attention_weights": True},
+    "state+scores+hidden_bias": {"custom_scores": True, "reads_hidden": True},  # by rows in training, raw scores
+    "state+hidden_bias": {"reads_hidden": True},  # by rows / SDPA with a mask, q and k padded
+    "state+weights": {"custom_attention_weights": True},  # blocked with the weights, q·kᵀ
+}
+
+
+def combined_model(flags: dict[str, bool], seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    cls = type("Combined", (Combined,), dict(flags))
+    model = Transformer(ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS),
+                        cls(EncodingContext(d_model=D, n_heads=HEADS, n_layers=LAYERS, max_len=MAX_LEN))).train()
+    with torch.no_grad():  # TAPE's zero-initialised updates moved, so the state changes from layer to layer
+        for p in model.encoding.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return model
+
+
+@pytest.mark.parametrize("combination", COMBINATIONS)
+def test_a_carried_state_combines_with_the_other_hooks_on_every_route(combination: str) -> None:
+    """Every route (training on the CPU: blocked or by rows; evaluation: SDPA or blocked; packed seeds under vmap;
+    the inspected maps) equals the dense reference, which applies the state's transform, transform_qk and the
+    transform from the hidden states in that order, and mixes the state's channels with the custom weights of the
+    custom scores."""
+    flags = COMBINATIONS[combination]
+    model = combined_model(flags)
+    tokens = torch.randint(0, VOCAB, (3, T), generator=torch.Generator().manual_seed(1))
+    positions = torch.arange(T)[None, :] + torch.tensor([[0], [5], [40]])
+    maps: list[torch.Tensor] = []
+    theirs = reference_forward(model, tokens, positions, maps)
+    model.encoding.calls.clear()
+    ours = model(tokens, positions)
+    per_layer = ["state", "positions"] + ["hidden"] * bool(flags.get("qk_from_hidden"))
+    assert model.encoding.calls == per_layer * LAYERS  # in this order, in every layer
+    torch.testing.assert_close(ours, theirs, atol=2e-5, rtol=1e-4)
+    g_ours, g_theirs = grads(model, ours), grads(model, reference_forward(model, tokens, positions))
+    assert g_ours.keys() == g_theirs.keys() and any(k.startswith("encoding.mix") for k in g_ours)
+    for key in g_ours:
+        torch.testing.assert_close(g_ours[key], g_theirs[key], atol=1e-5, rtol=1e-3, msg=f"grad of {key}")
+    with torch.no_grad():
+        torch.testing.assert_close(model.eval()(tokens, positions), theirs, atol=2e-5, rtol=1e-4)
+        for layer in range(LAYERS):
+            got = model.attention_maps(tokens, positions, layer=layer)
+            torch.testing.assert_close(got, maps[layer], atol=1e-5, rtol=1e-4)
+    models = [combined_model(flags, seed) for seed in (0, 1)]  # packed seeds: one vmapped forward of both
+    params, buffers = stack_module_state(models)
+    packed = vmap(lambda p, b: functional_call(models[0], {**p, **b}, (tokens, positions)))(params, buffers)
+    for k, m in enumerate(models):
+        torch.testing.assert_close(packed[k], reference_forward(m, tokens, positions), atol=2e-5, rtol=1e-4)

@@ -14,6 +14,7 @@ from pebench.encodings.alibi import alibi_slopes
 from pebench.encodings.sinusoidal import sinusoid_table
 from pebench.engine.device import pick_device
 from pebench.errors import PebenchError
+from pebench.models import state as pe_state
 from pebench.models.transformer import ModelConfig, Transformer
 
 ENCODINGS = encodings.available()
@@ -211,12 +212,13 @@ def test_attention_maps_reproduce_the_layer_output(name):
     x_tok = tokens(2)
     with torch.no_grad():
         x, pos = model.hidden_states(x_tok)
+        shared = pe_state.scratch(model.encoding, pos, 2)  # the forward pass's scratch: an encoding's state, if any
         for block in model.blocks[:-1]:
-            x = block(x, pos, model.encoding)
+            x = block(x, pos, model.encoding, shared)
         last = model.blocks[-1]
         h = last.attn_norm(x)
-        expected = last.attn(h, pos, model.encoding)
-        _, _, v, _ = last.attn.scores_inputs(h, pos, model.encoding)
+        expected = last.attn(h, pos, model.encoding, shared)
+        _, _, v, _ = last.attn.scores_inputs(h, pos, model.encoding, shared)
         maps = model.attention_maps(x_tok, layer=-1)
         y = (maps @ v).transpose(1, 2).reshape(2, T, D)
         got = last.attn.out(y)
@@ -331,6 +333,16 @@ def test_gradient_reaches_every_parameter(name):
     logits = model(x)
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), x.roll(-1, dims=1).reshape(-1))
     loss.backward()
+    if any(p.grad is not None and not p.grad.any() for p in model.parameters()):
+        # a parameter behind a zero-initialised one (TAPE's W_x and W_down behind W_up = 0) has no gradient until
+        # that one moves: one SGD step, then the gradients again
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.sub_(0.1 * p.grad)
+        model.zero_grad(set_to_none=True)
+        logits = model(x)
+        torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), x.roll(-1, dims=1).reshape(-1)).backward()
     for pname, p in model.named_parameters():
         if not p.requires_grad:
             continue
