@@ -7,7 +7,10 @@ beyond the noise (:func:`marked_best`); otherwise nothing is marked -- a tie. Co
 * **several seeds on both sides**: the two 95% Student-t intervals of the per-seed values separate (the best one's
   lower end above the other's upper end; :func:`pebench.analysis.stats.t_interval` -- with few seeds wider than the
   BCa intervals the leaderboard shows, so on the safe side);
-* **otherwise** (one seed on a side): the difference of the means exceeds ``1.96 * sigma * sqrt(1/n_a + 1/n_b)``,
+* **several seeds on one side only**: the same separation, the single seed's interval being ``± 1.96 * sigma``
+  around it (the side with seeds keeps its own t-interval: a cell whose seeds spread widely is not marked against a
+  single seed on the measured spread alone, which more seeds would then call a tie);
+* **otherwise** (one seed on each side): the difference of the means exceeds ``1.96 * sigma * sqrt(1/n_a + 1/n_b)``,
   with ``sigma`` the task's seed-to-seed standard deviation of one result's normalised score -- measured once for the
   core encodings at the default configuration and shipped as data (``pebench/data/seed_spread.json``, with its
   provenance; :func:`measure_spread` computes it and ``pebench seed-spread`` regenerates it). A task without a
@@ -93,6 +96,9 @@ def beyond_noise(a: Sequence[float], b: Sequence[float], sigma: float | None) ->
         return mean_a - half_a > mean_b + half_b
     if sigma is None:
         return False
+    if half_a is not None or half_b is not None:  # one side has its own interval, the other one seed
+        return mean_a - (half_a if half_a is not None else Z95 * sigma) > \
+            mean_b + (half_b if half_b is not None else Z95 * sigma)  # fmt: skip
     return mean_a - mean_b > Z95 * sigma * math.sqrt(1 / n_a + 1 / n_b)
 
 
