@@ -43,7 +43,7 @@ from torch import Tensor
 
 from pebench.encodings import learned, rope  # noqa: F401  (registered before they are wrapped below)
 from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
-from pebench.encodings.registry import ENCODINGS, wrappable
+from pebench.encodings.registry import wrappable, wrapper_family
 from pebench.errors import LengthError, OptionError
 from pebench.options import Option
 
@@ -62,7 +62,6 @@ OPTIONS = {
                            "sequence", type=int, low=1),
 }  # fmt: skip
 
-_CLASSES: dict[str, type[PositionalEncoding]] = {}
 
 
 def random_positions(batch_size: int, length: int, limit: int, generator: torch.Generator | None) -> Tensor:
@@ -111,39 +110,9 @@ class Randomized(Wrapper):
         return {"train_positions": drawn, "eval_positions_protocol": evaluation, **self.inner.extra_config()}
 
 
-def randomized(inner_name: str) -> type[PositionalEncoding]:
-    """The class ``randomized_<inner_name>`` (made once, then reused)."""
-    if inner_name not in _CLASSES:
-        inner_cls = ENCODINGS.get(inner_name)
-        clash = sorted(set(OPTIONS) & set(inner_cls.options))
-        if clash:
-            raise ValueError(f"encoding {inner_name} has an option named {clash[0]!r}, which randomized_ uses")
-        _CLASSES[inner_name] = type(
-            f"Randomized_{inner_name}",
-            (Randomized,),
-            {
-                "name": PREFIX + inner_name,
-                "version": f"{inner_cls.version}-r{VERSION}",
-                "inner_cls": inner_cls,
-                "options": {**inner_cls.options, **OPTIONS},
-                "description": f"{inner_name} at sorted random positions from [0, max_position), in training and "
-                               "(by default) evaluation",
-                "paper": f"Ruoss et al. 2023, arXiv:2305.16843 (over {inner_cls.paper})",
-                "__module__": __name__,
-            },
-        )  # fmt: skip
-    return _CLASSES[inner_name]
-
-
-def _resolve(name: str) -> type[PositionalEncoding] | None:
-    if not name.startswith(PREFIX):
-        return None
-    inner = name[len(PREFIX):]
-    if inner not in wrappable():
-        return None
-    return randomized(inner)
-
-
-ENCODINGS.add_resolver(_resolve)
-for _name in REGISTERED:
-    ENCODINGS.add(PREFIX + _name, randomized(_name))
+randomized = wrapper_family(PREFIX, Randomized, OPTIONS, REGISTERED, wrappable, lambda inner_cls: {
+    "version": f"{inner_cls.version}-r{VERSION}",
+    "description": f"{inner_cls.name} at sorted random positions from [0, max_position), in training and (by default) "
+                   "evaluation",
+    "paper": f"Ruoss et al. 2023, arXiv:2305.16843 (over {inner_cls.paper})"})  # fmt: skip
+"""The class ``randomized_<X>`` of encoding X (made once, then reused)."""

@@ -52,7 +52,7 @@ from torch import Tensor, nn
 
 from pebench.encodings import nope, rope  # noqa: F401  (registered before they are wrapped below)
 from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
-from pebench.encodings.registry import ENCODINGS, available, get
+from pebench.encodings.registry import available, get, wrapper_family
 from pebench.options import Option
 
 PREFIX = "ssmax_"
@@ -68,7 +68,6 @@ OPTIONS = {
                    type=bool),
 }  # fmt: skip
 
-_CLASSES: dict[str, type[PositionalEncoding]] = {}
 
 
 def ssmax_bases() -> tuple[str, ...]:
@@ -132,41 +131,10 @@ class SSMax(Wrapper):
                 **self.inner.extra_config()}  # fmt: skip
 
 
-def ssmax(inner_name: str) -> type[PositionalEncoding]:
-    """The class ``ssmax_<inner_name>`` (made once, then reused)."""
-    if inner_name not in _CLASSES:
-        inner_cls = ENCODINGS.get(inner_name)
-        clash = sorted(set(OPTIONS) & set(inner_cls.options))
-        if clash:
-            raise ValueError(f"encoding {inner_name} has an option named {clash[0]!r}, which ssmax_ uses")
-        _CLASSES[inner_name] = type(
-            f"SSMax_{inner_name}",
-            (SSMax,),
-            {
-                "name": PREFIX + inner_name,
-                "version": f"{inner_cls.version}-s{VERSION}",
-                "inner_cls": inner_cls,
-                "options": {**inner_cls.options, **OPTIONS},
-                "position_indexed": inner_cls.position_indexed,
-                "default_layers": inner_cls.default_layers,
-                "description": f"{inner_name} with scalable softmax: row i's softmax input times s·log(i + 1), s "
-                               "learned per layer and head",
-                "paper": f"Nakanishi 2025, arXiv:2501.19399 (over {inner_cls.paper})",
-                "__module__": __name__,
-            },
-        )  # fmt: skip
-    return _CLASSES[inner_name]
-
-
-def _resolve(name: str) -> type[PositionalEncoding] | None:
-    if not name.startswith(PREFIX):
-        return None
-    inner = name[len(PREFIX) :]
-    if inner not in ssmax_bases():
-        return None
-    return ssmax(inner)
-
-
-ENCODINGS.add_resolver(_resolve)
-for _name in REGISTERED:
-    ENCODINGS.add(PREFIX + _name, ssmax(_name))
+ssmax = wrapper_family(PREFIX, SSMax, OPTIONS, REGISTERED, ssmax_bases, lambda inner_cls: {
+    "version": f"{inner_cls.version}-s{VERSION}", "position_indexed": inner_cls.position_indexed,
+    "default_layers": inner_cls.default_layers,
+    "description": f"{inner_cls.name} with scalable softmax: row i's softmax input times s·log(i + 1), s learned per "
+                   "layer and head",
+    "paper": f"Nakanishi 2025, arXiv:2501.19399 (over {inner_cls.paper})"})  # fmt: skip
+"""The class ``ssmax_<X>`` of encoding X (made once, then reused)."""
