@@ -229,17 +229,41 @@ def table(paths: Sequence[Path], most: int = 3) -> str:
     return "\n".join(lines)
 
 
+def stale(data: dict[str, Any], runner: Runner | None = None) -> str | None:
+    """Why a measured file no longer describes its task at today's defaults (another task configuration, version
+    included, or another step budget), as one phrase; None when it still does."""
+    runner = runner or Runner(Settings(progress=False))
+    task = runner.task(data["task"])
+    now, then = task.config(), data["config"]["task"]
+    if then != now:
+        if then.get("version") != now.get("version"):
+            return f"measured at task version {then.get('version')}, now {now.get('version')}"
+        return "measured with other task options"
+    steps = runner.settings.train_config(task).steps
+    return None if data["budget_steps"] == steps else f"measured at {data['budget_steps']} steps, now {steps}"
+
+
 def main(tasks_spec: str, encs: Sequence[str], seeds: int, out: Path) -> int:
-    """Measure each task of ``tasks_spec`` into ``out/<task>.json`` (a task already there is skipped), then print the
-    table of every file in ``out``."""
+    """Measure each task of ``tasks_spec`` into ``out/<task>.json`` (a task already there is skipped unless it is
+    :func:`stale`, then measured again), then print the table of every file in ``out`` that is not stale."""
     out.mkdir(parents=True, exist_ok=True)
+    runner = Runner(Settings(progress=False))
     for task_name in [t for t in tasks_spec.split(",") if t]:
         path = out / f"{task_name}.json"
-        if path.exists():
+        if path.exists() and stale(json.loads(path.read_text()), runner) is None:
             continue
         data = measure(task_name, encs, seeds)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(path)
-    print(table(list(out.glob("*.json"))))
+    fresh: list[Path] = []
+    left_out: list[str] = []
+    for path in sorted(out.glob("*.json")):
+        if (why := stale(json.loads(path.read_text()), runner)) is None:
+            fresh.append(path)
+        else:
+            left_out.append(f"{path.stem} ({why})")
+    print(table(fresh))
+    if left_out:
+        print("\nLeft out, to be measured again: " + ", ".join(left_out) + ".")
     return 0

@@ -49,3 +49,32 @@ def test_seeds_auto_is_replayed_on_the_measured_seeds():
     assert used == {"a": 2, "b": 3}  # one seed decides nothing without a spread: "a" gets its second, then stops
     learned, _ = stopping.verdicts(data, "stop", used)
     assert learned == {"a": "learned", "b": "learned"}
+
+
+def test_a_file_measured_at_other_defaults_is_stale_and_left_out_of_the_table(tmp_path, capsys, monkeypatch):
+    """A task's file describes it at the defaults it was measured at: after a new task version or step budget it is
+    measured again, and until then the table leaves it out and says why."""
+    runner = Runner(Settings(progress=False))
+    task = runner.task("k_back")
+    fresh = {"task": "k_back", "config": {"task": task.config()}, "budget_steps": task.default_steps}
+    assert stopping.stale(fresh, runner) is None
+    older = {**fresh, "config": {"task": {**task.config(), "version": "0"}}}
+    assert stopping.stale(older, runner) == f"measured at task version 0, now {task.version}"
+    other = {**fresh, "config": {"task": {**task.config(), "options": {"k": 99}}}}
+    assert stopping.stale(other, runner) == "measured with other task options"
+    assert stopping.stale({**fresh, "budget_steps": 7}, runner) == f"measured at 7 steps, now {task.default_steps}"
+    # main measures the stale file again (here: a stand-in measurement) and keeps a fresh one as it is
+    (tmp_path / "k_back.json").write_text(json.dumps(older))
+    measured: list[str] = []
+    monkeypatch.setattr(stopping, "measure", lambda name, *a: measured.append(name) or {**fresh, "rows": []})
+    monkeypatch.setattr(stopping, "table", lambda paths: f"table of {[p.stem for p in paths]}")
+    assert stopping.main("k_back", ["rope"], 1, tmp_path) == 0
+    assert measured == ["k_back"] and json.loads((tmp_path / "k_back.json").read_text())["config"] == fresh["config"]
+    assert "table of ['k_back']" in capsys.readouterr().out
+    assert stopping.main("k_back", ["rope"], 1, tmp_path) == 0 and measured == ["k_back"]  # fresh: not again
+    # a stale file that is not asked for is left out of the table, with why
+    (tmp_path / "k_back.json").write_text(json.dumps(older))
+    assert stopping.main("", ["rope"], 1, tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "table of []" in out
+    assert f"Left out, to be measured again: k_back (measured at task version 0, now {task.version})." in out
