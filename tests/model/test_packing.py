@@ -59,7 +59,12 @@ def test_packed_seeds_equal_one_by_one(name: str, task: tasks.Task) -> None:
                 assert got[key] == pytest.approx(want[key], abs=0.02), key
         ref_params = dict(ref_model.named_parameters())
         for pname, p in model.named_parameters():
-            torch.testing.assert_close(p, ref_params[pname], atol=1e-4, rtol=1e-3, msg=f"{name}: {pname}")
+            # AdamW divides each gradient by its own running size, so a weight whose gradients are near 0 turns a
+            # float-rounding difference of the batched matmuls into a visible one (fope's seed 0 on an AMD EPYC:
+            # one element of 0.07 off by 1.3e-4 after 6 steps, every other weight within 1e-6). A packing bug moves
+            # every weight: the mean difference stays 1e-6-tight, the largest may reach a tenth of one step's size.
+            diff = (p - ref_params[pname]).abs()
+            assert diff.mean().item() < 1e-6 and diff.max().item() < 0.1 * CFG.lr, f"{name}: {pname}: {diff.max()}"
     # the seeds really differ from one another (each its own init and data)
     first, second = (dict(m.named_parameters()) for m in models[:2])
     assert not torch.equal(first["head.weight"], second["head.weight"])
