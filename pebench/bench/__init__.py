@@ -1,6 +1,7 @@
 """``pebench bench``: step throughput against Hugging Face Llama (:mod:`~pebench.bench.throughput`), and the wall
 time and in-distribution verdicts of the suite's quick tier (:mod:`~pebench.bench.tasks`), and the verdicts of
-models stopped when learned against their budget runs (:mod:`~pebench.bench.stopping`)."""
+models stopped when learned against their budget runs (:mod:`~pebench.bench.stopping`), and at one learning rate
+against each cell's best (:mod:`~pebench.bench.lr_verdicts`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ def main(args: argparse.Namespace) -> int:
         from pebench.bench import scale
 
         return scale.main(args)
+    if getattr(args, "lr_verdicts", None):
+        from pathlib import Path
+
+        from pebench.bench import lr_verdicts
+
+        spec = args.lr_verdicts  # a URL, or a SQLite file's path
+        return lr_verdicts.main(spec if "://" in spec else f"sqlite:///{Path(spec).resolve()}", args.base_lr)
     if getattr(args, "stop_verdicts", None):
         from pathlib import Path
 

@@ -1,0 +1,74 @@
+"""``pebench bench --lr-verdicts`` (issue 30, item 4): each cell at the shared rate against the rate its
+in-distribution validation chose; the verdicts, the winners and the cost of both sides."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pebench.bench import lr_verdicts
+from pebench.cli import main
+from pebench.errors import PebenchError
+
+
+def _df(scores: dict[tuple[str, str, int, int], float]) -> pd.DataFrame:
+    """Results of (encoding, lr point, seed, eval length) -> accuracy on a task with chance 0; ids in order."""
+    rows = []
+    for i, ((enc, point, seed, length), score) in enumerate(scores.items()):
+        rows.append({"id": i, "case_id": f"{enc}-k_back-L{length}-{point}-s{seed}", "encoding": enc,
+                     "task": "no_such_task_for_spread", "train_length": 64, "eval_length": length, "seed": seed,
+                     "status": "ok", "score": score, "metric": "accuracy", "higher_is_better": True,
+                     "chance_level": 0.0, "config": {"model": {"vocab_size": 10}}, "metrics": {},
+                     "train_time_s": 60.0 if length == 64 else 0.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_each_cell_is_compared_at_the_shared_rate_and_at_the_rate_validation_chose():
+    scores = {}
+    for seed in range(3):
+        # rope fails at 3e-3 and learns at 1e-2; alibi learns at 3e-3 and is worse at 1e-2 in distribution, but
+        # 1e-2 would win at the OOD length 256: the choice must not look there
+        scores |= {("rope", "lr0.003", seed, 64): 0.05, ("rope", "lr0.003", seed, 256): 0.02,
+                   ("rope", "lr0.01", seed, 64): 0.98 + 0.01 * seed, ("rope", "lr0.01", seed, 256): 0.30,
+                   ("alibi", "lr0.003", seed, 64): 0.85 + 0.01 * seed, ("alibi", "lr0.003", seed, 256): 0.50,
+                   ("alibi", "lr0.01", seed, 64): 0.60, ("alibi", "lr0.01", seed, 256): 0.90}  # fmt: skip
+    df = _df(scores)
+    # the final validation at the training length follows the ID scores; the OOD rows' ids never count
+    validation = {int(r.id): float(r.score) for r in df.itertuples() if r.eval_length == 64}
+    validation |= {int(r.id): 1.0 - float(r.score) for r in df.itertuples() if r.eval_length == 256}
+    (t,) = lr_verdicts.sides(df, validation)
+    assert t.rates == {"rope": {0: "lr0.01", 1: "lr0.01", 2: "lr0.01"}, "alibi": {0: "lr0.003", 1: "lr0.003",
+                                                                                 2: "lr0.003"}}  # fmt: skip
+    assert t.time_one == 6 * 60 and t.time_all == 12 * 60  # one model per cell and seed, against every rate
+    one_v, one_w = lr_verdicts.verdicts(t.one, 64, t.sigma)
+    best_v, best_w = lr_verdicts.verdicts(t.best, 64, t.sigma)
+    assert one_v == {"alibi": "learned", "rope": "not learned"} and best_v == {"alibi": "learned", "rope": "learned"}
+    assert one_w == {64: "alibi", 256: "alibi"} and best_w == {64: "rope", 256: "alibi"}
+    text = lr_verdicts.table([t])
+    assert "| no_such_task_for_spread | 3 | alibi learned, rope not learned -> **learned** |" in text
+    assert "alibi 0.003 0.003 0.003, rope 0.01 0.01 0.01" in text and "64: alibi -> **rope**, 256: alibi" in text
+    assert "1 of 2 cells keep their verdict and 1 of 2 columns their marked winner" in text
+    assert "Rates chosen: 0.003 3, 0.01 3" in text and "(2.0x)" in text
+    assert "Changed: rope on no_such_task_for_spread (not learned -> learned)." in text
+
+
+def test_a_sweep_without_the_shared_rate_is_one_line():
+    df = _df({("rope", "lr0.001", 0, 64): 0.5, ("rope", "lr0.01", 0, 64): 0.6})
+    with pytest.raises(PebenchError, match="no result at the shared rate 0.003 .points: lr0.001, lr0.01"):
+        lr_verdicts.sides(df, {0: 0.5, 1: 0.6})
+
+
+def test_the_command_reads_a_real_lr_sweep_run(run_suite, tiny, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    proc = run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64 or L128", *tiny, "--steps", "4",
+                     "--no-cache", "--db", url, "--lr-sweep", "1e-3,3e-3")  # fmt: skip
+    assert proc.returncode == 0, proc.output
+    assert main(["bench", "--lr-verdicts", str(tmp_path / "r.db")]) == 0
+    out = capsys.readouterr().out
+    assert "| k_back | 1 | alibi " in out and "rope " in out and "of 2 cells keep their verdict" in out
+    assert "of 2 columns their marked winner" in out  # lengths 64 and 128
+    # a database without an --lr-sweep run: one line
+    run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache",
+              "--db", f"sqlite:///{tmp_path / 'plain.db'}")  # fmt: skip
+    assert main(["bench", "--lr-verdicts", str(tmp_path / "plain.db")]) == 2
+    assert "holds no --lr-sweep run" in capsys.readouterr().err
