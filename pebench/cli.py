@@ -244,6 +244,10 @@ def _database(args: argparse.Namespace) -> int:
 def _seed_spread(args: argparse.Namespace) -> int:
     from pebench.bench.spread import seed_spread
 
+    if args.from_verdicts:
+        from pebench.bench.spread import seed_spread_from_verdicts
+
+        return seed_spread_from_verdicts(args.from_verdicts, args.output)
     return seed_spread(_db(args), args.run, args.output)
 
 
@@ -404,6 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default="latest", help="run id, latest or previous (default latest)")
     p.add_argument("-o", "--output", default=None, help="write the JSON here (e.g. pebench/data/seed_spread.json)")
+    p.add_argument("--from-verdicts", metavar="DIR", default=None,
+                   help="instead of a run, the budget side of the stop-verdict files in DIR (pebench bench "
+                        "--stop-verdicts: 3 seeds of the core encodings at the defaults), e.g. docs/data/stop_verdicts")
     p.set_defaults(func=_seed_spread)
     return parser
 

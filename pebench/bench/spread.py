@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pebench.errors import PebenchError
 
@@ -23,6 +24,89 @@ def spread_command(tasks: str) -> str:
     return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks} --seeds 3 "
             "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
             "-o pebench/data/seed_spread.json")  # fmt: skip
+
+
+def verdict_frame(paths: list[Path]) -> tuple[Any, list[str]]:
+    """The budget side of ``pebench bench --stop-verdicts`` files (every seed of the core encodings trained to the
+    task's budget at the defaults, evaluated at the quick tier's lengths) as result rows for
+    :func:`pebench.analysis.noise.measure_spread`, leaving out the stale files (measured at other task defaults);
+    and the stale files' names with why."""
+    import pandas as pd
+
+    from pebench.bench import stopping
+    from pebench.engine.runner import Runner
+    from pebench.engine.settings import Settings
+    from pebench.status import ResultStatus
+
+    runner = Runner(Settings(progress=False))
+    rows, stale = [], []
+    for path in sorted(paths):
+        data = json.loads(path.read_text())
+        if (why := stopping.stale(data, runner)) is not None:
+            stale.append(f"{path.stem} ({why})")
+            continue
+        for r in data["rows"]:
+            for length, score in r["budget"].items():
+                rows.append({"task": data["task"], "encoding": r["encoding"], "seed": r["seed"],
+                             "eval_length": int(length), "score": score, "status": ResultStatus.OK,
+                             "metric": data["metric"], "higher_is_better": data["higher_is_better"],
+                             "chance_level": data["chance"], "config": data["config"],
+                             "source": str(path)})  # fmt: skip
+    return pd.DataFrame(rows), stale
+
+
+def seed_spread_from_verdicts(directory: str, output: str | None) -> int:
+    """``pebench seed-spread --from-verdicts DIR``: each task's seed spread from the budget side of the stop-verdict
+    files in ``DIR`` (:func:`verdict_frame`), printed, and with ``output`` merged into it for the tasks it lacks at
+    these defaults (a task already measured at the same protocol keeps its entry; a task whose seeds all scored
+    alike, sigma 0, is left out: it would mark any single-seed difference); each task's provenance names its
+    file."""
+    import datetime as dt
+
+    from pebench.analysis.noise import measure_spread, spread_table
+
+    paths = sorted(Path(directory).glob("*.json"))
+    if not paths:
+        raise PebenchError(f"{directory} holds no stop-verdict file: pebench bench --stop-verdicts TASKS --k 3 "
+                           f"--out {directory} writes them")  # fmt: skip
+    df, stale = verdict_frame(paths)
+    tasks = measure_spread(df) if not df.empty else {}
+    if not tasks:
+        raise PebenchError(f"no stop-verdict file in {directory} has two or more seeds at today's defaults")
+    print("\n".join(spread_table(tasks)))
+    if stale:
+        print("left out (stale): " + ", ".join(stale))
+    if output:
+        previous = json.loads(Path(output).read_text()).get("tasks", {}) if Path(output).is_file() else {}
+        kept = [t for t in tasks if t in previous and previous[t].get("protocol") == tasks[t]["protocol"]]
+        flat = [t for t in tasks if tasks[t]["sigma"] == 0]
+        tasks = {t: e for t, e in tasks.items() if t not in kept and t not in flat}
+        if kept:
+            print("kept (measured at these defaults already): " + ", ".join(kept))
+        if flat:
+            print("left out (no spread: every seed scored alike, which would mark any single-seed difference): "
+                  + ", ".join(flat))  # fmt: skip
+        provenance = {t: {"source": str(df[df["task"] == t]["source"].iloc[0]), "written": dt.date.today().isoformat(),
+                          "regenerate": f"pebench bench --stop-verdicts {t} --k 3 --out {directory} && pebench "
+                                        f"seed-spread --from-verdicts {directory} -o {output}"}
+                      for t in tasks}  # fmt: skip
+        _merge(Path(output), {t: {**e, "provenance": provenance[t]} for t, e in tasks.items()})
+    return 0
+
+
+def _merge(out: Path, measured: dict[str, Any]) -> None:
+    """Write ``measured`` (task -> entry with its provenance) into the spread file ``out``: the measured tasks
+    replace their entries, the others stay."""
+    previous = json.loads(out.read_text()) if out.is_file() else {}
+    old_prov = {k: v for k, v in previous.get("provenance", {}).items() if k != "what"}  # a file-level one
+    kept = {name: {**entry, "provenance": entry.get("provenance") or old_prov}
+            for name, entry in previous.get("tasks", {}).items() if name not in measured}  # fmt: skip
+    merged = dict(sorted({**kept, **measured}.items()))
+    from_runs = [t for t, e in merged.items() if "source" not in e["provenance"]]
+    regenerate = spread_command(",".join(from_runs)) if from_runs else "see each task's provenance"
+    data = {"provenance": {"what": SPREAD_WHAT, "regenerate": regenerate}, "tasks": merged}
+    out.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    print(f"wrote {out} ({len(measured)} tasks measured, {len(kept)} kept)")
 
 
 def seed_spread(db_url: str, run: int | str | None, output: str | None) -> int:
@@ -48,18 +132,12 @@ def seed_spread(db_url: str, run: int | str | None, output: str | None) -> int:
             "measured": f"{first['run_started_at']:%Y-%m-%d}",
             "written": dt.date.today().isoformat(), "regenerate": spread_command(",".join(sorted(tasks))),
         }  # fmt: skip
-        out = Path(output)
-        previous = json.loads(out.read_text()) if out.is_file() else {}
-        old_prov = {k: v for k, v in previous.get("provenance", {}).items() if k != "what"}  # a file-level one
-        kept = {name: {**entry, "provenance": entry.get("provenance") or old_prov}
-                for name, entry in previous.get("tasks", {}).items() if name not in tasks}  # fmt: skip
-        merged = dict(sorted({**kept, **{t: {**e, "provenance": provenance} for t, e in tasks.items()}}.items()))
-        data = {"provenance": {"what": SPREAD_WHAT, "regenerate": spread_command(",".join(merged))}, "tasks": merged}
-        out.write_text(json.dumps(data, indent=1, default=str) + "\n")
-        print(f"wrote {output} ({len(tasks)} tasks measured in run {provenance['run']}, {len(kept)} kept)")
+        _merge(Path(output), {t: {**e, "provenance": provenance} for t, e in tasks.items()})
     return 0
 
 
 SPREAD_WHAT = ("seed-to-seed standard deviation of one result's normalised score, pooled over the encodings and "
                "evaluated lengths of each task (pebench/analysis/noise.py); each task's provenance is the run that "
-               "measured it (pebench seed-spread -o merges: the run's tasks replace their entries, the others stay)")
+               "measured it, or the stop-verdict file whose budget side it was measured on (source; pebench "
+               "seed-spread --from-verdicts) (pebench seed-spread -o merges: the measured tasks replace their "
+               "entries, the others stay)")
