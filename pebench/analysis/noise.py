@@ -49,8 +49,16 @@ def protocol_hash(config: Mapping[str, Any]) -> str:
     """The hash of a config's task, model, training and evaluation settings (everything but the encoding).
 
     An encoding's own default depth (:attr:`~pebench.encodings.PositionalEncoding.default_layers`, e.g. NoPE's 6
-    blocks) counts as the global default depth, so that one default run has one protocol for every encoding."""
+    blocks) counts as the global default depth, so that one default run has one protocol for every encoding.
+
+    The stop rule (``train.stop``, ``--stop learned|plateau``) is not part of it: a stopped model is its budget run's
+    model at an earlier curve point, and the measured spread of the stopped side is at most the budget side's (the
+    stop-verdict files of ``docs/data/stop_verdicts``: pooled seed sd stop <= budget on each of 22 tasks, e.g. sort
+    0.049 vs 0.064, even_pairs 0.115 vs 0.135, equal elsewhere within 0.003), so the budget-measured sigma is the
+    conservative one for both."""
     parts = {k: config.get(k) for k in PROTOCOL_KEYS}
+    if isinstance(parts.get("train"), Mapping) and "stop" in parts["train"]:
+        parts["train"] = {k: v for k, v in parts["train"].items() if k != "stop"}
     model, encoding = parts.get("model"), config.get("encoding")
     if isinstance(model, Mapping) and isinstance(encoding, Mapping):
         own = _own_default_layers(str(encoding.get("name")))

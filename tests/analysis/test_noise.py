@@ -3,6 +3,7 @@ written out by hand."""
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -42,6 +43,7 @@ def test_several_seeds_need_separated_intervals():
     assert marked_best([[0.68], [1.0, 0.95, 0.81]], SIGMA) == [False, False]  # either order
 
 
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {"encoding": {"name": "rope"}, "task": {"name": "k_back", "options": {"k": 3}}, "model": {"d_model": 128},
           "train": {"steps": 200}, "eval": {"samples": 256}}  # fmt: skip
 
@@ -65,7 +67,20 @@ def test_the_spread_applies_only_to_the_configuration_it_was_measured_with():
         # 3 normalised scores in about [0, 1] have a standard deviation of at most sqrt(1/3) = 0.577 (0, 1, 1), which
         # a task where a model finds the rule in some seeds only comes close to (parity, ALiBi: 0.48, 1.00, 0.93)
         assert 0 <= entry["sigma"] <= entry["max_sd"] <= 0.6 and entry["seeds"] >= 3
-        assert entry["provenance"]["git_commit"] and entry["provenance"]["regenerate"].startswith("pytest suite")
+        prov = entry["provenance"]
+        if "source" in prov:  # measured from a committed stop-verdict file's budget side
+            assert (ROOT / prov["source"]).is_file() and prov["regenerate"].startswith("pebench bench --stop-verdicts")
+        else:
+            assert prov["git_commit"] and prov["regenerate"].startswith("pytest suite")
+
+
+def test_the_stop_rule_is_not_part_of_the_protocol():
+    """A model stopped when learned is its budget run's at an earlier point, with at most the budget side's spread
+    (docs/data/stop_verdicts), so the spread measured at the budget serves both."""
+    stopped = {**CONFIG, "train": {**CONFIG["train"], "stop": {"rule": "learned", "accuracy": 0.99, "window": 3}}}
+    assert protocol_hash(stopped) == protocol_hash(CONFIG)
+    other = {**CONFIG, "train": {**CONFIG["train"], "lr": 0.01}}
+    assert protocol_hash(other) != protocol_hash(CONFIG)
 
 
 def _row(enc, length, seed, score, config=CONFIG, status="ok"):
