@@ -101,7 +101,8 @@ def verdicts(norms: Mapping[str, Mapping[int, Mapping[int, float]]], train_lengt
 def table(tasks: Sequence[TaskSides], base: float = BASE) -> str:
     """The markdown comparison of :func:`sides` (see the module docstring)."""
     lines = [f"| task | seeds | verdict of each encoding: {base:g} -> best rate | rates chosen (per seed) | marked "
-             f"winner per length: {base:g} -> best rate | training time: {base:g}, every rate |",
+             f"winner per length among the encodings swept: {base:g} -> best rate | training time: {base:g}, "
+             "every rate |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     cells = same = cols = cols_same = 0
     time_one = time_all = 0.0
