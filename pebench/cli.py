@@ -319,9 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--out, then the table of every file there (docs/defaults.md)")  # fmt: skip
     p.add_argument("--out", default="docs/data/stop_verdicts", metavar="DIR",
                    help="directory of --stop-verdicts' JSON files (default docs/data/stop_verdicts)")
-    p.add_argument("--lr-verdicts", metavar="DB",
-                   help="instead, compare the verdicts of the --lr-sweep runs in database DB (URL or SQLite path) at "
-                        "one shared rate (--base-lr) and at each cell's best rate (docs/defaults.md)")
+    p.add_argument("--lr-verdicts", metavar="DB[,DB...]",
+                   help="instead, compare the verdicts of the --lr-sweep runs in these databases (URLs or SQLite "
+                        "paths) at one shared rate (--base-lr) and at each cell's best rate (docs/defaults.md)")
     p.add_argument("--base-lr", type=float, default=3e-3, metavar="LR",
                    help="the shared rate of --lr-verdicts (default 3e-3, the default --lr)")
     p.add_argument("--suite-args", default="", metavar="ARGS",

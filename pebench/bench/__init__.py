@@ -22,8 +22,8 @@ def main(args: argparse.Namespace) -> int:
 
         from pebench.bench import lr_verdicts
 
-        spec = args.lr_verdicts  # a URL, or a SQLite file's path
-        return lr_verdicts.main(spec if "://" in spec else f"sqlite:///{Path(spec).resolve()}", args.base_lr)
+        specs = [x for x in args.lr_verdicts.split(",") if x]  # URLs, or SQLite files' paths
+        return lr_verdicts.main([x if "://" in x else f"sqlite:///{Path(x).resolve()}" for x in specs], args.base_lr)
     if getattr(args, "stop_verdicts", None):
         from pathlib import Path
 

@@ -155,7 +155,7 @@ def collect(db_url: str, base: float = BASE) -> list[TaskSides]:
     return sides(df, validation, base)
 
 
-def main(db_url: str, base: float = BASE) -> int:
-    """Print the table of ``db_url``'s ``--lr-sweep`` runs."""
-    print(table(collect(db_url, base), base))
+def main(db_urls: Sequence[str], base: float = BASE) -> int:
+    """Print the table of the ``--lr-sweep`` runs of the databases ``db_urls`` (one task's results in one of them)."""
+    print(table([t for url in db_urls for t in collect(url, base)], base))
     return 0
