@@ -176,11 +176,29 @@ def _report(args: argparse.Namespace) -> int:
         f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
         f"in {info.seconds:.2f} s"
     )
+    if args.png:
+        from pathlib import Path
+
+        from pebench.report.screenshot import png_size, screenshot
+
+        width, height = _png_size(args.png_size)
+        shot = screenshot(info.path, Path(args.png), width, height)
+        w, h = png_size(shot)
+        print(f"wrote {shot} ({w}x{h} pixels, the top of the page)")
     if args.open:
         import webbrowser
 
         webbrowser.open(info.path.resolve().as_uri())
     return 0
+
+
+def _png_size(text: str) -> tuple[int, int]:
+    """``WIDTHxHEIGHT`` of ``--png-size``, or a one-line error."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise PebenchError(f"--png-size {text!r}: give WIDTHxHEIGHT in pixels, e.g. 1280x900") from None
+    return w, h
 
 
 def _findings(args: argparse.Namespace) -> int:
@@ -343,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "ranks two points together (docs/sweeps.md)")  # fmt: skip
     add_flags(p.add_argument, ["with_reference", "allow_stale"])
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    p.add_argument("--png", metavar="PATH", help="also write a PNG of the top of the page (headless Chromium)")
+    p.add_argument("--png-size", default="1280x900", metavar="WxH",
+                   help="the window --png captures, in CSS pixels (default 1280x900)")
     p.set_defaults(func=_report)
 
     p = sub.add_parser(

@@ -185,3 +185,23 @@ def test_filter_legend_and_attention_hover_with_every_encoding(tmp_path, browser
     assert tip.text.endswith(f"query 0 (token 0) → key {t - 1} (token {t - 1}): future position (masked)")
     errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
     assert errors == [], errors
+
+
+def test_png_of_the_top_of_the_page(tmp_path, capsys):
+    """``pebench report --png``: Chromium's own screenshot of the rendered page, at the window size asked for, and
+    not a blank image (the leaderboard's dark text on its light background gives many distinct colours)."""
+    from PIL import Image
+
+    from pebench.cli import main
+    from pebench.report.screenshot import png_size
+
+    url, _ = make_db(f"sqlite:///{tmp_path / 'r.db'}")
+    shot = tmp_path / "top.png"
+    assert main(["report", "--db", url, "-o", str(tmp_path / "lb.html"), "--png", str(shot), "--png-size",
+                 "800x600"]) == 0  # fmt: skip
+    assert png_size(shot) == (800, 600) and "800x600 pixels" in capsys.readouterr().out
+    colours = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 50
+    assert main(["report", "--db", url, "-o", str(tmp_path / "lb.html"), "--png", str(shot), "--png-size",
+                 "big"]) == 2  # fmt: skip
+    assert "give WIDTHxHEIGHT" in capsys.readouterr().err
