@@ -179,9 +179,9 @@ def _report(args: argparse.Namespace) -> int:
     if args.png:
         from pathlib import Path
 
-        from pebench.report.screenshot import png_size, screenshot
+        from pebench.report.screenshot import parse_size, png_size, screenshot
 
-        width, height = _png_size(args.png_size)
+        width, height = parse_size(args.png_size)
         shot = screenshot(info.path, Path(args.png), width, height)
         w, h = png_size(shot)
         print(f"wrote {shot} ({w}x{h} pixels, the top of the page)")
@@ -191,14 +191,6 @@ def _report(args: argparse.Namespace) -> int:
         webbrowser.open(info.path.resolve().as_uri())
     return 0
 
-
-def _png_size(text: str) -> tuple[int, int]:
-    """``WIDTHxHEIGHT`` of ``--png-size``, or a one-line error."""
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise PebenchError(f"--png-size {text!r}: give WIDTHxHEIGHT in pixels, e.g. 1280x900") from None
-    return w, h
 
 
 def _findings(args: argparse.Namespace) -> int:

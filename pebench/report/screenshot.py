@@ -29,6 +29,15 @@ def find_browser() -> str:
                        "chromium)")  # fmt: skip
 
 
+def parse_size(text: str) -> tuple[int, int]:
+    """``WIDTHxHEIGHT`` of ``--png-size``, or a one-line error."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise PebenchError(f"--png-size {text!r}: give WIDTHxHEIGHT in pixels, e.g. 1280x900") from None
+    return w, h
+
+
 def png_size(path: Path) -> tuple[int, int]:
     """(width, height) of a PNG file, from its IHDR chunk; a one-line error for anything else."""
     head = path.read_bytes()[:24]
