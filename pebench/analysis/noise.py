@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from pebench import encodings
-from pebench.analysis.scoring import add_normalised, finite
+from pebench.analysis.scoring import add_normalised, finite, learned_verdict, mean
 from pebench.analysis.stats import t_interval
 from pebench.errors import UnknownNameError
 from pebench.hashing import config_hash
@@ -130,6 +130,25 @@ def marked_best(samples: Sequence[Sequence[float]], sigma: float | None, digits:
             return out
     out[top] = True
     return out
+
+
+def cell_verdicts(per: Mapping[str, Mapping[int, Mapping[int, float]]], train_length: int, sigma: float | None,
+                  used: Mapping[str, int] | None = None) -> tuple[dict[str, str], dict[int, str | None]]:
+    """(encoding -> learned / partly / not learned, evaluated length -> the marked winner or None) of one task's
+    normalised scores ``per`` (encoding -> length -> seed -> score): the verdict of the mean over seeds at
+    ``train_length`` (:func:`pebench.analysis.scoring.learned_verdict`) and :func:`marked_best` per length with the
+    task's spread ``sigma``; with ``used``, on each encoding's first ``used[encoding]`` seeds only."""
+    encs = sorted(per)
+
+    def values(e: str, L: int) -> list[float]:
+        return [v for s, v in sorted(per[e].get(L, {}).items()) if used is None or s < used[e]]
+
+    learned = {e: str(learned_verdict(mean(values(e, train_length)))) for e in encs}
+    winners: dict[int, str | None] = {}
+    for L in sorted({L for e in encs for L in per[e]}):
+        flags = marked_best([values(e, L) for e in encs], sigma)
+        winners[L] = encs[flags.index(True)] if any(flags) else None
+    return learned, winners
 
 
 def aggregate_sigma(sigmas: Sequence[float | None]) -> float | None:

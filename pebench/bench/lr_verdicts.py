@@ -86,18 +86,6 @@ def sides(df: pd.DataFrame, validation: Mapping[int, float], base: float = BASE)
     return out
 
 
-def verdicts(norms: Mapping[str, Mapping[int, Mapping[int, float]]], train_length: int, sigma: float | None
-             ) -> tuple[dict[str, str], dict[int, str | None]]:  # fmt: skip
-    """(encoding -> learned / partly / not learned, length -> the marked winner or None) of one side."""
-    encs = sorted(norms)
-    learned = {e: str(scoring.learned_verdict(scoring.mean(norms[e].get(train_length, {}).values()))) for e in encs}
-    winners: dict[int, str | None] = {}
-    for L in sorted({L for e in encs for L in norms[e]}):
-        flags = noise.marked_best([list(norms[e].get(L, {}).values()) for e in encs], sigma)
-        winners[L] = encs[flags.index(True)] if any(flags) else None
-    return learned, winners
-
-
 def table(tasks: Sequence[TaskSides], base: float = BASE) -> str:
     """The markdown comparison of :func:`sides` (see the module docstring)."""
     lines = [f"| task | seeds | verdict of each encoding: {base:g} -> best rate | rates chosen (per seed) | marked "
@@ -109,8 +97,8 @@ def table(tasks: Sequence[TaskSides], base: float = BASE) -> str:
     changed: list[str] = []
     chosen_count: Counter[str] = Counter()
     for t in tasks:
-        one_v, one_w = verdicts(t.one, t.train_length, t.sigma)
-        best_v, best_w = verdicts(t.best, t.train_length, t.sigma)
+        one_v, one_w = noise.cell_verdicts(t.one, t.train_length, t.sigma)
+        best_v, best_w = noise.cell_verdicts(t.best, t.train_length, t.sigma)
         v_text = ", ".join(f"{e} {one_v[e]}" + ("" if best_v.get(e) == one_v[e] else f" -> **{best_v.get(e)}**")
                            for e in one_v)  # fmt: skip
         w_text = ", ".join(f"{L}: {one_w[L] or 'tie'}" + ("" if best_w.get(L) == one_w[L]

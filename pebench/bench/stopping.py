@@ -133,21 +133,9 @@ def auto_seeds(data: dict[str, Any], side: str, most: int) -> dict[str, int]:
 def verdicts(data: dict[str, Any], side: str, used: dict[str, int] | None = None
              ) -> tuple[dict[str, str], dict[int, str | None]]:  # fmt: skip
     """(encoding -> learned / partly / not learned, length -> the marked winner or None) of one side, on every seed
-    or on the first ``used[encoding]`` seeds of each encoding."""
-    sigma = noise.task_sigma(data["task"], data["config"])
-    per = _normalised(data, side)
-    encs = sorted(per)
-    lengths = sorted({L for e in encs for L in per[e]})
-
-    def values(e: str, L: int) -> list[float]:
-        return [v for s, v in sorted(per[e].get(L, {}).items()) if used is None or s < used[e]]
-
-    learned = {e: scoring.learned_verdict(scoring.mean(values(e, data["train_length"]))) for e in encs}
-    winners = {}
-    for L in lengths:
-        flags = noise.marked_best([values(e, L) for e in encs], sigma)
-        winners[L] = encs[flags.index(True)] if any(flags) else None
-    return learned, winners
+    or on the first ``used[encoding]`` seeds of each encoding (:func:`pebench.analysis.noise.cell_verdicts`)."""
+    return noise.cell_verdicts(_normalised(data, side), data["train_length"],
+                               noise.task_sigma(data["task"], data["config"]), used)
 
 
 def table(paths: Sequence[Path], most: int = 3) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from pebench.analysis import noise
 from pebench.bench import lr_verdicts
 from pebench.cli import main
 from pebench.errors import PebenchError
@@ -40,8 +41,8 @@ def test_each_cell_is_compared_at_the_shared_rate_and_at_the_rate_validation_cho
     assert t.rates == {"rope": {0: "lr0.01", 1: "lr0.01", 2: "lr0.01"}, "alibi": {0: "lr0.003", 1: "lr0.003",
                                                                                  2: "lr0.003"}}  # fmt: skip
     assert t.time_one == 6 * 60 and t.time_all == 12 * 60  # one model per cell and seed, against every rate
-    one_v, one_w = lr_verdicts.verdicts(t.one, 64, t.sigma)
-    best_v, best_w = lr_verdicts.verdicts(t.best, 64, t.sigma)
+    one_v, one_w = noise.cell_verdicts(t.one, 64, t.sigma)
+    best_v, best_w = noise.cell_verdicts(t.best, 64, t.sigma)
     assert one_v == {"alibi": "learned", "rope": "not learned"} and best_v == {"alibi": "learned", "rope": "learned"}
     assert one_w == {64: "alibi", 256: "alibi"} and best_w == {64: "rope", 256: "alibi"}
     text = lr_verdicts.table([t])
