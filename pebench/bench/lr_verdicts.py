@@ -14,6 +14,13 @@ Per cell the learned / partly / not-learned verdict of the mean normalised score
 (:func:`pebench.analysis.noise.marked_best` with the task's measured spread), one rate vs best rate; the rates each
 cell chose per seed; the training time of each side (the sum of the models' stored ``train_time_s``: the one-rate
 side trains one model per cell and seed, the sweep every rate).
+
+A database may also hold ``--lr-sweep --lr-halving`` runs of the same cells (its results carry
+``metrics["lr_halving"]``; run them into their own database with the sweep's ``--cache-dir``, so the rate halving
+chooses is the sweep's own model, loaded rather than trained again). They are kept apart from the sweep and compared
+with it (:func:`halving_lines`): how often halving chose the full sweep's rate per (encoding, task, seed), and whether
+each cell's verdict at halving's choice is the full sweep's best-rate verdict. Its cost is in training steps, which
+the design fixes (:mod:`pebench.suite.halving`): ``k * ceil(B / k) + B`` per cell and seed, against ``k * B``.
 """
 
 from __future__ import annotations
@@ -48,6 +55,87 @@ class TaskSides:
     time_one: float = 0.0
     time_all: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class HalvingSide:
+    """One task's ``--lr-halving`` results: the rate it chose per (encoding, seed), the scores at that rate
+    (encoding -> eval length -> seed -> normalised score) and the training steps of halving and of the full sweep."""
+
+    task: str
+    train_length: int
+    rates: dict[str, dict[int, str]]
+    chosen: dict[str, dict[int, dict[int, float]]]
+    steps: int
+    steps_full: int
+
+
+def _is_halving(m: Any) -> bool:
+    return isinstance(m, Mapping) and "lr_halving" in m
+
+
+def halving_sides(df: pd.DataFrame) -> list[HalvingSide]:
+    """:class:`HalvingSide` of each task of ``df`` (the results of ``--lr-sweep --lr-halving`` runs)."""
+    df = scoring.add_normalised(_latest(df).assign(lr_point=lambda d: d["case_id"].map(point_of)))
+    out = []
+    for (task, train_length), g in df.groupby(["task", "train_length"], sort=True):
+        at_train = g[g["eval_length"] == g["train_length"]]
+        marked = at_train[[m.get("lr_halving") == "chosen" for m in at_train["metrics"]]]
+        rates = {str(e): {int(s): str(p) for s, p in zip(b["seed"], b["lr_point"], strict=True)}
+                 for e, b in marked.groupby("encoding")}  # fmt: skip
+        chosen = lr.chosen(g.drop(columns=["lr_point"]), {})
+        k = len(set(g["lr_point"]))
+        budget = int(marked["config"].iloc[0]["train"]["steps"]) if not marked.empty else 0
+        cells = len(marked)
+        out.append(HalvingSide(str(task), int(train_length), rates, _norms(chosen),
+                               cells * (k * -(-budget // max(k, 1)) + budget), cells * k * budget))  # fmt: skip
+    return out
+
+
+def _only(per: Mapping[str, Mapping[int, Mapping[int, float]]], ran: Mapping[str, set[int]]
+          ) -> dict[str, dict[int, dict[int, float]]]:  # fmt: skip
+    """``per`` (encoding -> length -> seed -> score) on the encodings and seeds of ``ran`` only."""
+    return {e: {L: {s: v for s, v in by.items() if s in seeds} for L, by in per.get(e, {}).items()}
+            for e, seeds in ran.items()}  # fmt: skip
+
+
+def halving_lines(tasks: Sequence[TaskSides], halving: Sequence[HalvingSide]) -> list[str]:
+    """How ``--lr-halving`` compares with the full sweep on the (task, encoding, seed) both ran (see the module
+    docstring); no lines without halving results."""
+    full = {(t.task, t.train_length): t for t in tasks}
+    same = total = v_same = v_total = steps = steps_full = 0
+    missed: list[str] = []
+    changed: list[str] = []
+    for h in halving:
+        t = full.get((h.task, h.train_length))
+        if t is None:
+            continue
+        both = {e: [s for s in by if s in t.rates.get(e, {})] for e, by in h.rates.items()}
+        for e, seeds in both.items():
+            for s in seeds:
+                total += 1
+                if h.rates[e][s] == t.rates[e][s]:
+                    same += 1
+                else:
+                    missed.append(f"{e} on {h.task} seed {s} ({h.rates[e][s].removeprefix('lr')} for "
+                                  f"{t.rates[e][s].removeprefix('lr')})")  # fmt: skip
+        ran = {e: set(seeds) for e, seeds in both.items() if seeds}
+        if not ran:
+            continue
+        h_v, _ = noise.cell_verdicts(_only(h.chosen, ran), h.train_length, t.sigma)
+        f_v, _ = noise.cell_verdicts(_only(t.best, ran), t.train_length, t.sigma)
+        v_total += len(h_v)
+        v_same += sum(h_v[e] == f_v.get(e) for e in h_v)
+        changed += [f"{e} on {h.task} ({f_v.get(e)} -> {h_v[e]})" for e in h_v if h_v[e] != f_v.get(e)]
+        steps += h.steps
+        steps_full += h.steps_full
+    if not total:
+        return []
+    return [f"\n`--lr-halving` on {total} (encoding, task, seed) of the sweep: it chose the full sweep's rate in "
+            f"{same} of {total}" + (f" (not: {'; '.join(missed)})" if missed else "") + f"; at its choice {v_same} of "
+            f"{v_total} cells have the full sweep's best-rate verdict" + (f" (not: {'; '.join(changed)})" if changed
+                                                                         else "")
+            + f". Training steps: {steps} against the full sweep's {steps_full} ({steps / max(steps_full, 1):.2f})."]
 
 
 def _norms(rows: pd.DataFrame) -> dict[str, dict[int, dict[int, float]]]:
@@ -86,8 +174,8 @@ def sides(df: pd.DataFrame, validation: Mapping[int, float], base: float = BASE)
     return out
 
 
-def table(tasks: Sequence[TaskSides], base: float = BASE) -> str:
-    """The markdown comparison of :func:`sides` (see the module docstring)."""
+def table(tasks: Sequence[TaskSides], base: float = BASE, halving: Sequence[HalvingSide] = ()) -> str:
+    """The markdown comparison of :func:`sides` (see the module docstring), with :func:`halving_lines`."""
     lines = [f"| task | seeds | verdict of each encoding: {base:g} -> best rate | rates chosen (per seed) | marked "
              f"winner per length among the encodings swept: {base:g} -> best rate | training time: {base:g}, "
              "every rate |",
@@ -125,25 +213,34 @@ def table(tasks: Sequence[TaskSides], base: float = BASE) -> str:
                      + f". Training time: {base:g} alone {time_one / 3600:.1f} h, the sweep {time_all / 3600:.1f} h"
                      f" ({time_all / max(time_one, 1e-9):.1f}x)."
                      + (f" Changed: {'; '.join(changed)}." if changed else ""))  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(lines + halving_lines(tasks, halving))
 
 
-def collect(db_url: str, base: float = BASE) -> list[TaskSides]:
-    """:func:`sides` of every ``--lr-sweep`` run in ``db_url``."""
+def collect(db_url: str, base: float = BASE) -> tuple[list[TaskSides], list[HalvingSide]]:
+    """:func:`sides` of every ``--lr-sweep`` run in ``db_url``, and :func:`halving_sides` of its ``--lr-halving``
+    runs."""
     df = store_load.load(db_url)
     if not df.empty:
         df = df[[lr.protocol(o) is not None for o in df["run_options"]]]
     if df.empty:
         raise PebenchError(f"{db_url} holds no --lr-sweep run: run the suite with --lr-sweep first")
+    halved = df["metrics"].map(_is_halving)
     engine = open_db(db_url, create=False)
     try:
-        validation = lr.final_validation(store_load.curve_points(engine, df["id"]))
+        validation = lr.final_validation(store_load.curve_points(engine, df[~halved]["id"]))
     finally:
         engine.dispose()
-    return sides(df, validation, base)
+    return (sides(df[~halved], validation, base) if (~halved).any() else []), halving_sides(df[halved])
 
 
 def main(db_urls: Sequence[str], base: float = BASE) -> int:
-    """Print the table of the ``--lr-sweep`` runs of the databases ``db_urls`` (one task's results in one of them)."""
-    print(table([t for url in db_urls for t in collect(url, base)], base))
+    """Print the table of the ``--lr-sweep`` runs of the databases ``db_urls`` (one task's results in one of them;
+    ``--lr-halving`` runs of the same cells in any of them)."""
+    tasks: list[TaskSides] = []
+    halving: list[HalvingSide] = []
+    for url in db_urls:
+        t, h = collect(url, base)
+        tasks += t
+        halving += h
+    print(table(tasks, base, halving))
     return 0

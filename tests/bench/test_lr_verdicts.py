@@ -53,6 +53,36 @@ def test_each_cell_is_compared_at_the_shared_rate_and_at_the_rate_validation_cho
     assert "Changed: rope on no_such_task_for_spread (not learned -> learned)." in text
 
 
+def test_halving_is_compared_with_the_full_sweep_on_the_cells_both_ran():
+    scores = {}
+    for seed in range(2):
+        scores |= {("rope", "lr0.003", seed, 64): 0.05, ("rope", "lr0.01", seed, 64): 0.95,
+                   ("alibi", "lr0.003", seed, 64): 0.90, ("alibi", "lr0.01", seed, 64): 0.40}  # fmt: skip
+    df = _df(scores)
+    (t,) = lr_verdicts.sides(df, {int(r.id): float(r.score) for r in df.itertuples()})
+    # halving ran seed 0 of both encodings, every rate short but the one it chose; it took 3e-3 for rope, where the
+    # full sweep took 1e-2 (a short run can validate better early), and agreed on alibi
+    rows = []
+    for i, (enc, point, chosen, score) in enumerate([("rope", "lr0.003", True, 0.05), ("rope", "lr0.01", False, 0.3),
+                                                     ("alibi", "lr0.003", True, 0.90),
+                                                     ("alibi", "lr0.01", False, 0.2)]):  # fmt: skip
+        rows.append({"id": 100 + i, "case_id": f"{enc}-k_back-L64-{point}-s0", "encoding": enc,
+                     "task": "no_such_task_for_spread", "train_length": 64, "eval_length": 64, "seed": 0,
+                     "status": "ok", "score": score, "metric": "accuracy", "higher_is_better": True,
+                     "chance_level": 0.0, "config": {"model": {"vocab_size": 10}, "train": {"steps": 600}},
+                     "metrics": {"lr_halving": "chosen" if chosen else "short run of 300 of 600 steps"},
+                     "train_time_s": 1.0})  # fmt: skip
+    (h,) = lr_verdicts.halving_sides(pd.DataFrame(rows))
+    assert h.rates == {"rope": {0: "lr0.003"}, "alibi": {0: "lr0.003"}}
+    assert (h.steps, h.steps_full) == (2 * (2 * 300 + 600), 2 * 2 * 600)  # two cells: k * ceil(B / k) + B vs k * B
+    (line,) = lr_verdicts.halving_lines([t], [h])
+    assert "on 2 (encoding, task, seed) of the sweep: it chose the full sweep's rate in 1 of 2" in line
+    assert "(not: rope on no_such_task_for_spread seed 0 (0.003 for 0.01))" in line
+    assert "at its choice 1 of 2 cells have the full sweep's best-rate verdict" in line
+    assert "(not: rope on no_such_task_for_spread (learned -> not learned))" in line and "(1.00)" in line
+    assert lr_verdicts.halving_lines([t], []) == []
+
+
 def test_a_sweep_without_the_shared_rate_is_one_line():
     df = _df({("rope", "lr0.001", 0, 64): 0.5, ("rope", "lr0.01", 0, 64): 0.6})
     with pytest.raises(PebenchError, match="no result at the shared rate 0.003 .points: lr0.001, lr0.01"):
@@ -68,6 +98,13 @@ def test_the_command_reads_a_real_lr_sweep_run(run_suite, tiny, tmp_path, capsys
     out = capsys.readouterr().out
     assert "| k_back | 1 | alibi " in out and "rope " in out and "of 2 cells keep their verdict" in out
     assert "of 2 columns their marked winner" in out  # lengths 64 and 128
+    # --lr-halving on the same cells, in its own database: compared with the full sweep, at 2 of its 3 steps
+    run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64 or L128", *tiny, "--steps", "4",
+              "--no-cache", "--db", f"sqlite:///{tmp_path / 'h.db'}", "--lr-sweep", "1e-3,3e-3", "--lr-halving")
+    assert main(["bench", "--lr-verdicts", f"{tmp_path / 'r.db'},{tmp_path / 'h.db'}"]) == 0
+    out = capsys.readouterr().out
+    assert "`--lr-halving` on 2 (encoding, task, seed) of the sweep: it chose the full sweep's rate in" in out
+    assert "Training steps: 16 against the full sweep's 16 (1.00)" in out  # 2 cells x (2 x 2 + 4) vs 2 x 2 x 4
     # a database without an --lr-sweep run: one line
     run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache",
               "--db", f"sqlite:///{tmp_path / 'plain.db'}")  # fmt: skip
