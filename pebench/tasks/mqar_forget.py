@@ -9,9 +9,9 @@ whose docstring says the model "must remember the LAST (most recent) value for e
 evaluates it was found (searched: the Zoology paper, the repository's README and configs, and the web), so no
 published protocol or result is reproduced; the definition follows that generator, in pebench's MQAR layout.
 
-Definition. Keys are ``0 .. K-1`` (``K`` = option ``n_keys``, default 64), values ``K .. K+V-1`` (``V`` =
-``n_values``, default 64), ``FILL = K + V`` (vocabulary ``K + V + 1``). With ``P`` pairs (``n_pairs``, default 8)
-and ``U`` updates (``n_updates``, default 4, at most ``P``), a sequence of ``L`` tokens is
+Definition. Keys are ``0 .. K-1`` (``K`` = option ``n_keys``), values ``K .. K+V-1`` (``V`` = ``n_values``),
+``FILL = K + V`` (vocabulary ``K + V + 1``). With ``P`` pairs (``n_pairs``) and ``U`` updates (``n_updates``, at most
+``P``), a sequence of ``L`` tokens is
 
     k_1 v_1 .. k_P v_P   k_u1 w_1 .. k_uU w_U   then   L - 2(P + U) query-section tokens
 
@@ -26,14 +26,17 @@ and ``U`` updates (``n_updates``, default 4, at most ``P``), a sequence of ``L``
 
 Shortest length ``2(P + U) + P``. Metric: accuracy over the queries.
 
-Defaults and where they come from: ``P = 8`` and ``U = 4`` are the generator's defaults; the training length 64
-(option ``train_length``; quick tier 64, 128, 256) is the default sequence length of Zoology's data configs and
-the shortest training length of its forgetting example sweep. ``K = V = 64`` follow ``assoc_recall`` (Zoology uses
-a vocabulary of 8,192: ``--task-options mqar_forget:n_keys=4095,n_values=4096``). The example sweep trains with 4
-pairs, so that every key is updated: ``--task-options mqar_forget:n_pairs=4``. Whether the default model learns
-the task at these defaults: measured, it does not (seed 0, 2026-11-26: the five core encodings 0.11-0.16 at 64,
-chance 1/64; also at 32 tokens with 600 and 2400 steps, where ``assoc_recall`` is learned; docs/tasks.md). A
-version whose defaults some core encoding learns is still to be found.
+Defaults (version 2): ``P = 8`` pairs (the generator's default), ``U = 2`` updates, ``K = V = 16`` keys and values,
+training length 32 (option ``train_length``; quick tier 32, 64, 128), the default 600 steps. Version 1 had the
+generator's ``U = 4``, ``K = V = 64`` (as ``assoc_recall``) and Zoology's default sequence length 64:
+``--task-options mqar_forget:n_updates=4,n_keys=64,n_values=64,train_length=64``. The default model learned no
+version-1 setting that was tried (seed 0, 2026-11-26; accuracy at the training length; docs/tasks.md): the five core
+encodings at version 1 0.11-0.16 (chance 1/64, ignoring the updates would give 0.5); at 32 tokens, where
+``assoc_recall`` is learned, ALiBi 0.15 and RoPE 0.15 (600 steps), 0.15 and 0.16 (2400 steps); with 4 pairs all
+updated (Zoology's example sweep, ``n_pairs=4``) 0.27 and 0.26; with ``K = V = 16`` and ``U = 4`` 0.22 and 0.23; with
+``U = 2`` and ``K = V = 64`` 0.14 and 0.13. With ``U = 2`` and ``K = V = 16`` together ALiBi scored 0.92 (RoPE 0.20),
+above the 0.75 of a model that ignores the updates: recency was learned, so these are version 2's defaults. Zoology's
+vocabulary is 8,192 (``n_keys=4095,n_values=4096``).
 
 Differences from the generator, each to match ``assoc_recall``: non-query positions hold ``FILL`` (the generator
 fills them with random tokens); query positions are uniform over the query section (the generator draws power-law
@@ -42,7 +45,7 @@ generator draws each new value different from the first value of the ``j``-th pa
 updates (so an update can repeat the old value); its docstring's intent, a different value, is followed here.
 
 Chance level ``1 / V`` (uniform over the values). A model that recalls each key's first value and ignores the
-updates scores ``(P - U) / P`` (0.5 at the defaults): only the updated keys need recency.
+updates scores ``(P - U) / P`` (0.75 at the defaults, 0.5 in version 1): only the updated keys need recency.
 """
 
 from __future__ import annotations
@@ -60,19 +63,19 @@ from pebench.tasks.registry import register
 @register
 class MqarForget(Task):
     name = "mqar_forget"
-    version = "1"
-    description = "MQAR with U (4) of P (8) keys re-assigned later: predict each queried key's latest value (train 64)"
+    version = "2"
+    description = "MQAR with U (2) of P (8) keys re-assigned later: predict each queried key's latest value (train 32)"
     paper = "Arora et al. 2024 (Zoology, MQAR), arXiv:2312.04927; forgetting_mqar of HazyResearch/zoology"
     options = {
         "n_pairs": Option(8, "keys P per sequence, each queried once", type=int, low=1, high=10_000),
-        "n_updates": Option(4, "keys U re-assigned a new value after the P pairs (<= n_pairs)", type=int, low=0,
-                            high=10_000),
-        "n_keys": Option(64, "key vocabulary K (>= n_pairs)", type=int, low=1, high=100_000),
-        "n_values": Option(64, "value vocabulary V (>= n_pairs, >= 2)", type=int, low=2, high=100_000),
-        "train_length": Option(64, "training length T (quick tier: T, 2T, 4T; >= 2 * (n_pairs + n_updates) + "
-                               "n_pairs)", type=int, low=3, high=4096),
+        "n_updates": Option(2, "keys U re-assigned a new value after the P pairs (<= n_pairs; version 1: 4)",
+                            type=int, low=0, high=10_000),
+        "n_keys": Option(16, "key vocabulary K (>= n_pairs; version 1: 64)", type=int, low=1, high=100_000),
+        "n_values": Option(16, "value vocabulary V (>= n_pairs, >= 2; version 1: 64)", type=int, low=2, high=100_000),
+        "train_length": Option(32, "training length T (quick tier: T, 2T, 4T; >= 2 * (n_pairs + n_updates) + "
+                               "n_pairs; version 1: 64)", type=int, low=3, high=4096),
     }  # fmt: skip
-    train_length = 64
+    train_length = 32
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -15,7 +15,8 @@ from pebench.errors import LengthError, OptionError
 from pebench.tasks import IGNORE
 from pebench.testing import check_task
 
-K, V = 64, 64  # the default key and value vocabularies: keys 0..63, values 64..127, FILL 128
+K, V = 64, 64  # version 1's key and value vocabularies: keys 0..63, values 64..127, FILL 128
+V1 = {"n_updates": 4, "n_keys": K, "n_values": V, "train_length": 64}  # version 1's defaults, as options
 
 
 def gen(seed: int = 0) -> torch.Generator:
@@ -68,7 +69,7 @@ def test_each_query_answers_the_keys_most_recent_value(options) -> None:
 
 
 def test_layout_pairs_then_updates_then_queries() -> None:
-    task = tasks.build("mqar_forget")  # P = 8, U = 4: 24 context tokens
+    task = tasks.build("mqar_forget", V1)  # P = 8, U = 4: 24 context tokens
     batch = task.sample(200, 64, gen(1))
     x, y = batch.inputs, batch.targets
     assert (x[:, 0:24:2] < K).all() and ((x[:, 1:24:2] >= K) & (x[:, 1:24:2] < K + V)).all()
@@ -83,7 +84,7 @@ def test_layout_pairs_then_updates_then_queries() -> None:
 
 
 def test_values_uniform_and_chance_level() -> None:
-    task = tasks.build("mqar_forget")
+    task = tasks.build("mqar_forget", V1)
     assert task.chance_level == pytest.approx(1 / V) and task.metric == "accuracy" and task.vocab_size == K + V + 1
     y = task.sample(4000, 64, gen(2)).targets
     counts = Counter(y[y != IGNORE].tolist())
@@ -96,17 +97,21 @@ def test_values_uniform_and_chance_level() -> None:
 
 
 def test_declared_lengths_and_defaults() -> None:
-    task = tasks.build("mqar_forget")
-    assert (task.p, task.u, task.train_length, task.min_length) == (8, 4, 64, 32)
-    assert task.eval_lengths("quick") == [64, 128, 256] and task.eval_lengths("full") == [64, 128, 256, 512, 1024]
-    assert task.sample_train(4, gen()).inputs.shape == (4, 64)
-    with pytest.raises(LengthError, match=r"length 31 is too short; valid lengths: >= 32"):
-        task.sample(2, 31, gen())
+    task = tasks.build("mqar_forget")  # version 2: P = 8, U = 2, K = V = 16, trained at 32 (28 = 2 * (8 + 2) + 8)
+    assert task.version == "2" and (task.p, task.u, task.k, task.v) == (8, 2, 16, 16)
+    assert (task.train_length, task.min_length, task.chance_level, task.vocab_size) == (32, 28, 1 / 16, 33)
+    assert task.eval_lengths("quick") == [32, 64, 128]
+    assert task.sample_train(4, gen()).inputs.shape == (4, 32)
+    with pytest.raises(LengthError, match=r"length 27 is too short; valid lengths: >= 28"):
+        task.sample(2, 27, gen())
+    old = tasks.build("mqar_forget", V1)
+    assert (old.p, old.u, old.train_length, old.min_length) == (8, 4, 64, 32)
+    assert old.eval_lengths("quick") == [64, 128, 256] and old.eval_lengths("full") == [64, 128, 256, 512, 1024]
 
 
 def test_deterministic_in_the_generator() -> None:
     task = tasks.build("mqar_forget")
-    a, b = task.sample(8, 64, gen(5), "test"), task.sample(8, 64, gen(5), "test")
+    a, b = task.sample(8, 64, gen(5), "test"), task.sample(8, 64, gen(5), "test")  # 2T
     assert torch.equal(a.inputs, b.inputs) and torch.equal(a.targets, b.targets)
     assert not torch.equal(a.inputs, task.sample(8, 64, gen(6), "test").inputs)
     state = torch.random.get_rng_state()
@@ -123,6 +128,7 @@ def test_conforms() -> None:
 @pytest.mark.parametrize(("options", "message"), [
     ({"n_updates": 9}, "option n_updates=9 is out of range; valid: int in [0, n_pairs=8]"),
     ({"n_keys": 7}, "option n_keys=7 is out of range; valid: int >= n_pairs=8"),
+    ({"n_pairs": 17}, "option n_keys=16 is out of range; valid: int >= n_pairs=17"),
     ({"n_values": 5}, "option n_values=5 is out of range; valid: int >= n_pairs=8"),
     ({"n_values": 1}, "option n_values=1 is out of range; valid: int in [2, 100000]"),
     ({"n_updates": -1}, "option n_updates=-1 is out of range"),
