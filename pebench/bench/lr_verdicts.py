@@ -54,7 +54,7 @@ class TaskSides:
     sigma: float | None
     time_one: float = 0.0
     time_all: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    at: dict[str, dict[str, dict[int, dict[int, float]]]] = field(default_factory=dict)  # every cell at one point
 
 
 @dataclass
@@ -170,7 +170,8 @@ def sides(df: pd.DataFrame, validation: Mapping[int, float], base: float = BASE)
         out.append(TaskSides(str(task), int(train_length), _norms(one), _norms(best), rates,
                              noise.task_sigma(str(task), config),
                              float(at_train[at_train["lr_point"] == base_point]["train_time_s"].fillna(0).sum()),
-                             float(at_train["train_time_s"].fillna(0).sum())))  # fmt: skip
+                             float(at_train["train_time_s"].fillna(0).sum()),
+                             {str(p): _norms(r) for p, r in g.groupby("lr_point")}))  # fmt: skip
     return out
 
 
@@ -213,7 +214,24 @@ def table(tasks: Sequence[TaskSides], base: float = BASE, halving: Sequence[Halv
                      + f". Training time: {base:g} alone {time_one / 3600:.1f} h, the sweep {time_all / 3600:.1f} h"
                      f" ({time_all / max(time_one, 1e-9):.1f}x)."
                      + (f" Changed: {'; '.join(changed)}." if changed else ""))  # fmt: skip
-    return "\n".join(lines + halving_lines(tasks, halving))
+    return "\n".join(lines + fixed_rate_lines(tasks) + halving_lines(tasks, halving))
+
+
+def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
+    """One line: for each rate of the grid, how many cells would have their best-rate verdict if every encoding
+    trained at that one rate (the cells and seeds that rate has results for) -- is some other shared rate as good as
+    each encoding at its best?"""
+    points = sorted({p for t in tasks for p in t.at}, key=lambda p: float(p.removeprefix("lr")))
+    parts = []
+    for p in points:
+        same = total = 0
+        for t in tasks:
+            best_v, _ = noise.cell_verdicts(t.best, t.train_length, t.sigma)
+            at_v, _ = noise.cell_verdicts(t.at.get(p, {}), t.train_length, t.sigma)
+            total += len(at_v)
+            same += sum(at_v[e] == best_v.get(e) for e in at_v)
+        parts.append(f"{p.removeprefix('lr')} {same} of {total}")
+    return [f"\nEvery encoding at one rate, cells with their best-rate verdict: {', '.join(parts)}."] if parts else []
 
 
 def collect(db_url: str, base: float = BASE) -> tuple[list[TaskSides], list[HalvingSide]]:

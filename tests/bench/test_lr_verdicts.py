@@ -51,6 +51,8 @@ def test_each_cell_is_compared_at_the_shared_rate_and_at_the_rate_validation_cho
     assert "1 of 2 cells keep their verdict and 1 of 2 columns their marked winner" in text
     assert "Rates chosen: 0.003 3, 0.01 3" in text and "(2.0x)" in text
     assert "Changed: rope on no_such_task_for_spread (not learned -> learned)." in text
+    # one rate for every encoding: 1e-2 leaves alibi learned (0.60) and rope learned, 3e-3 fails rope
+    assert "Every encoding at one rate, cells with their best-rate verdict: 0.003 1 of 2, 0.01 2 of 2." in text
 
 
 def test_halving_is_compared_with_the_full_sweep_on_the_cells_both_ran():
