@@ -151,17 +151,22 @@ def _latest(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("id").drop_duplicates(["case_id", "seed", "eval_length"], keep="last")
 
 
-def sides(df: pd.DataFrame, validation: Mapping[int, float], base: float = BASE) -> list[TaskSides]:
+def sides(df: pd.DataFrame, validation: Mapping[int, float], base: float = BASE,
+          left_out: list[str] | None = None) -> list[TaskSides]:  # fmt: skip
     """Both sides of each task of ``df`` (the results of ``--lr-sweep`` runs, with ``config``), given the final
-    validation of each result id (:func:`pebench.analysis.lr.final_validation`)."""
+    validation of each result id (:func:`pebench.analysis.lr.final_validation`). A task without a result at the
+    shared rate is a one-line error, or, given ``left_out``, said there and skipped (a sweep still running)."""
     df = scoring.add_normalised(_latest(df).assign(lr_point=lambda d: d["case_id"].map(point_of)))
     base_point = f"lr{base:g}"
     out = []
     for (task, train_length), g in df.groupby(["task", "train_length"], sort=True):
         one = g[g["lr_point"] == base_point]
         if one.empty:
-            raise PebenchError(f"{task}: no result at the shared rate {base:g} (points: "
-                               f"{', '.join(sorted(set(g['lr_point'])))}); sweep a grid that holds it")  # fmt: skip
+            why = f"{task}: no result at the shared rate {base:g} (points: {', '.join(sorted(set(g['lr_point'])))})"
+            if left_out is None:
+                raise PebenchError(f"{why}; sweep a grid that holds it")
+            left_out.append(why)
+            continue
         best = lr.chosen(g.drop(columns=["lr_point"]), validation)
         at_train = g[g["eval_length"] == g["train_length"]]
         rates = {str(e): {int(s): str(p) for s, p in zip(b["seed"], b["lr_point"], strict=True)}
@@ -234,9 +239,10 @@ def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
     return [f"\nEvery encoding at one rate, cells with their best-rate verdict: {', '.join(parts)}."] if parts else []
 
 
-def collect(db_url: str, base: float = BASE) -> tuple[list[TaskSides], list[HalvingSide]]:
-    """:func:`sides` of every ``--lr-sweep`` run in ``db_url``, and :func:`halving_sides` of its ``--lr-halving``
-    runs."""
+def collect(db_url: str, base: float = BASE, left_out: list[str] | None = None
+            ) -> tuple[list[TaskSides], list[HalvingSide]]:  # fmt: skip
+    """:func:`sides` of every ``--lr-sweep`` run in ``db_url`` (tasks without the shared rate in ``left_out``, when
+    given), and :func:`halving_sides` of its ``--lr-halving`` runs."""
     df = store_load.load(db_url)
     if not df.empty:
         df = df[[lr.protocol(o) is not None for o in df["run_options"]]]
@@ -248,7 +254,7 @@ def collect(db_url: str, base: float = BASE) -> tuple[list[TaskSides], list[Halv
         validation = lr.final_validation(store_load.curve_points(engine, df[~halved]["id"]))
     finally:
         engine.dispose()
-    return (sides(df[~halved], validation, base) if (~halved).any() else []), halving_sides(df[halved])
+    return (sides(df[~halved], validation, base, left_out) if (~halved).any() else []), halving_sides(df[halved])
 
 
 def main(db_urls: Sequence[str], base: float = BASE) -> int:
@@ -256,9 +262,14 @@ def main(db_urls: Sequence[str], base: float = BASE) -> int:
     ``--lr-halving`` runs of the same cells in any of them)."""
     tasks: list[TaskSides] = []
     halving: list[HalvingSide] = []
+    left_out: list[str] = []
     for url in db_urls:
-        t, h = collect(url, base)
+        t, h = collect(url, base, left_out)
         tasks += t
         halving += h
+    if not tasks and left_out:
+        raise PebenchError(f"{left_out[0]}; sweep a grid that holds it")
     print(table(tasks, base, halving))
+    if left_out:
+        print(f"\nLeft out, no result at the shared rate yet: {'; '.join(left_out)}.")
     return 0

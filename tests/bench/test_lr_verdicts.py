@@ -89,6 +89,13 @@ def test_a_sweep_without_the_shared_rate_is_one_line():
     df = _df({("rope", "lr0.001", 0, 64): 0.5, ("rope", "lr0.01", 0, 64): 0.6})
     with pytest.raises(PebenchError, match="no result at the shared rate 0.003 .points: lr0.001, lr0.01"):
         lr_verdicts.sides(df, {0: 0.5, 1: 0.6})
+    # a sweep still running: the task is said and skipped, the other tasks are compared
+    done = _df({("rope", "lr0.003", 0, 64): 0.5, ("rope", "lr0.01", 0, 64): 0.6}).assign(task="k_back", id=[7, 8])
+    done["case_id"] = done["case_id"].str.replace("k_back", "copy")  # another task's cases
+    left_out: list[str] = []
+    (t,) = lr_verdicts.sides(pd.concat([df, done]), {0: 0.5, 1: 0.6, 7: 0.5, 8: 0.6}, left_out=left_out)
+    assert t.task == "k_back" and t.rates == {"rope": {0: "lr0.01"}}
+    assert left_out == ["no_such_task_for_spread: no result at the shared rate 0.003 (points: lr0.001, lr0.01)"]
 
 
 def test_the_command_reads_a_real_lr_sweep_run(run_suite, tiny, tmp_path, capsys):
