@@ -227,15 +227,14 @@ def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
     trained at that one rate (the cells and seeds that rate has results for) -- is some other shared rate as good as
     each encoding at its best?"""
     points = sorted({p for t in tasks for p in t.at}, key=lambda p: float(p.removeprefix("lr")))
-    parts = []
-    for p in points:
-        same = total = 0
-        for t in tasks:
-            best_v, _ = noise.cell_verdicts(t.best, t.train_length, t.sigma)
-            at_v, _ = noise.cell_verdicts(t.at.get(p, {}), t.train_length, t.sigma)
-            total += len(at_v)
-            same += sum(at_v[e] == best_v.get(e) for e in at_v)
-        parts.append(f"{p.removeprefix('lr')} {same} of {total}")
+    count = {p: [0, 0] for p in points}  # point -> [cells with the best-rate verdict, cells]
+    for t in tasks:
+        best_v, _ = noise.cell_verdicts(t.best, t.train_length, t.sigma)
+        for p, per in t.at.items():
+            at_v, _ = noise.cell_verdicts(per, t.train_length, t.sigma)
+            count[p][0] += sum(at_v[e] == best_v.get(e) for e in at_v)
+            count[p][1] += len(at_v)
+    parts = [f"{p.removeprefix('lr')} {same} of {total}" for p, (same, total) in count.items()]
     return [f"\nEvery encoding at one rate, cells with their best-rate verdict: {', '.join(parts)}."] if parts else []
 
 
