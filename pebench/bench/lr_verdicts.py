@@ -223,19 +223,26 @@ def table(tasks: Sequence[TaskSides], base: float = BASE, halving: Sequence[Halv
 
 
 def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
-    """One line: for each rate of the grid, how many cells would have their best-rate verdict if every encoding
-    trained at that one rate (the cells and seeds that rate has results for) -- is some other shared rate as good as
-    each encoding at its best?"""
+    """For each rate of the grid, how many cells would have their best-rate verdict if every encoding trained at that
+    one rate (the cells and seeds that rate has results for) -- is some other shared rate as good as each encoding at
+    its best? -- and which cells it misses, with their verdict at that rate and at the best."""
     points = sorted({p for t in tasks for p in t.at}, key=lambda p: float(p.removeprefix("lr")))
     count = {p: [0, 0] for p in points}  # point -> [cells with the best-rate verdict, cells]
+    missed: dict[str, list[str]] = {p: [] for p in points}
     for t in tasks:
         best_v, _ = noise.cell_verdicts(t.best, t.train_length, t.sigma)
         for p, per in t.at.items():
             at_v, _ = noise.cell_verdicts(per, t.train_length, t.sigma)
             count[p][0] += sum(at_v[e] == best_v.get(e) for e in at_v)
             count[p][1] += len(at_v)
+            missed[p] += [f"{e} on {t.task} ({at_v[e]} -> {best_v.get(e)})" for e in sorted(at_v)
+                          if at_v[e] != best_v.get(e)]
     parts = [f"{p.removeprefix('lr')} {same} of {total}" for p, (same, total) in count.items()]
-    return [f"\nEvery encoding at one rate, cells with their best-rate verdict: {', '.join(parts)}."] if parts else []
+    if not parts:
+        return []
+    lines = [f"\nEvery encoding at one rate, cells with their best-rate verdict: {', '.join(parts)}."]
+    lines += [f"Missed at {p.removeprefix('lr')}: {'; '.join(m)}." for p, m in missed.items() if m]
+    return lines
 
 
 def collect(db_url: str, base: float = BASE, left_out: list[str] | None = None

@@ -53,6 +53,8 @@ def test_each_cell_is_compared_at_the_shared_rate_and_at_the_rate_validation_cho
     assert "Changed: rope on no_such_task_for_spread (not learned -> learned)." in text
     # one rate for every encoding: 1e-2 leaves alibi learned (0.60) and rope learned, 3e-3 fails rope
     assert "Every encoding at one rate, cells with their best-rate verdict: 0.003 1 of 2, 0.01 2 of 2." in text
+    assert "Missed at 0.003: rope on no_such_task_for_spread (not learned -> learned)." in text
+    assert "Missed at 0.01" not in text
 
 
 def test_halving_is_compared_with_the_full_sweep_on_the_cells_both_ran():
