@@ -333,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead, compare the verdicts of the --lr-sweep runs in these databases (URLs or SQLite "
                         "paths) at one shared rate (--base-lr) and at each cell's best rate (docs/defaults.md)")
     p.add_argument("--base-lr", type=float, default=3e-3, metavar="LR",
-                   help="the shared rate of --lr-verdicts (default 3e-3, the default --lr)")
+                   help="the shared rate of --lr-verdicts (default 3e-3, the one-rate default --lr)")
     p.add_argument("--suite-args", default="", metavar="ARGS",
                    help="extra pytest options for --tasks runs, e.g. '--steps 100'")
     p.set_defaults(func=_bench)

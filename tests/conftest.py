@@ -58,12 +58,17 @@ XDIST_VARS = "PYTEST_XDIST_"
 
 @pytest.fixture
 def run_suite(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
-    """``run_suite(*args, inprocess=False)`` runs ``pytest suite -q -p no:cacheprovider *args`` from ``tmp_path``:
-    in a subprocess without ``$PEBENCH_DB`` (the default: isolated, needed for xdist and for stderr on its own), or
-    with ``inprocess=True`` through pytester in this interpreter (saves the start-up of a new one per run)."""
+    """``run_suite(*args, inprocess=False, lr_protocol=False)`` runs ``pytest suite -q -p no:cacheprovider *args``
+    from ``tmp_path``: in a subprocess without ``$PEBENCH_DB`` (the default: isolated, needed for xdist and for stderr
+    on its own), or with ``inprocess=True`` through pytester in this interpreter (saves the start-up of a new one per
+    run). Unless ``args`` name ``--lr-sweep`` or ``--lr-halving``, or ``lr_protocol`` asks for the suite's default
+    protocol (a model per learning rate of :data:`pebench.analysis.lr.GRID`), it runs one rate (``--lr-sweep off``):
+    the tests of the machinery train one model per case; tests/suite/test_lr_sweep.py tests the default itself."""
 
-    def run(*args: str, inprocess: bool = False) -> SuiteRun:
+    def run(*args: str, inprocess: bool = False, lr_protocol: bool = False) -> SuiteRun:
+        one_rate = not lr_protocol and not any(a in ("--lr-sweep", "--lr-halving") for a in args)
         base = [str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", *args]
+        base += ["--lr-sweep", "off"] if one_rate else []
         if inprocess:
             with monkeypatch.context() as m:  # the inner session is no xdist worker even when this one is
                 for k in [k for k in os.environ if k.startswith(XDIST_VARS)]:

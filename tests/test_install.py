@@ -72,13 +72,15 @@ def test_the_wheel_runs_the_suite_with_a_plugin_from_an_empty_directory(venv, tm
     assert Path(where.strip()).is_relative_to(venv.parent), where  # the installed wheel, not this checkout
     my_pe(tmp_path)
     args = ["--plugin", "my_pe.py", "--encoding", "my_pe", "--task", "k_back", *TINY]
-    out = _ok([venv / "pebench", "run", *args], tmp_path).stdout
-    assert "3 passed" in out and f"-> sqlite:///{tmp_path / 'results.db'}" in out  # the current directory's root
-    out = _ok([venv / "python", "-m", "pytest", "--pyargs", "pebench.suite", *args, "-k", "L64"], tmp_path).stdout
+    out = _ok([venv / "pebench", "run", *args], tmp_path).stdout  # the default protocol: a model per rate
+    assert "6 passed" in out and f"-> sqlite:///{tmp_path / 'results.db'}" in out  # the current directory's root
+    assert "protocol: each (encoding, task, seed) at the best of the learning rates 0.001,0.003" in out
+    out = _ok([venv / "python", "-m", "pytest", "--pyargs", "pebench.suite", *args, "-k", "L64", "--lr-sweep", "off"],
+              tmp_path).stdout  # fmt: skip
     assert "1 passed" in out
     df = results.load(f"sqlite:///{tmp_path / 'results.db'}")
-    assert sorted(df["run_id"]) == [1, 1, 1, 2] and set(df["encoding"]) == {"my_pe"} and set(df["status"]) == {"ok"}
-    assert sorted(df["eval_length"]) == [64, 64, 128, 256]
+    assert sorted(df["run_id"]) == [1] * 6 + [2] and set(df["encoding"]) == {"my_pe"} and set(df["status"]) == {"ok"}
+    assert sorted(df["eval_length"]) == [64, 64, 64, 128, 128, 256, 256]
     assert df["run_options"].iloc[0]["plugins"] == ["my_pe.py"]
     written = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))  # and the caches .pebench_cache
     assert written[:2] == ["my_pe.py", "results.db"] and set(written[2:]) <= {"results.db-shm", "results.db-wal"}
@@ -93,8 +95,8 @@ def test_an_installed_package_contributes_an_encoding_and_a_task(venv, tmp_path)
                if x.startswith("tiny_back ")]  # fmt: skip
     assert line.endswith("(from entry point pebench.tasks:tiny_back (pebench-tiny-plugin 0.1))")
     db = f"sqlite:///{tmp_path / 'r.db'}"
-    _ok([venv / "pebench", "run", "--encoding", "tiny_pe", "--task", "tiny_back", "-k", "L64", *TINY, "--db", db],
-        tmp_path)  # fmt: skip
+    _ok([venv / "pebench", "run", "--encoding", "tiny_pe", "--task", "tiny_back", "-k", "L64", *TINY, "--db", db,
+         "--lr-sweep", "off"], tmp_path)  # fmt: skip
     (row,) = results.load(db).to_dict("records")
     assert (row["encoding"], row["task"], row["status"]) == ("tiny_pe", "tiny_back", "ok")
     assert row["run_options"]["entry_points"] == ["entry point pebench.encodings:tiny_pe (pebench-tiny-plugin 0.1)",

@@ -12,6 +12,11 @@ run``, ``configuration differs: train.steps 200 vs 400``). When nothing at all i
 task versions, or trained at other settings), the page is refused in one line naming the first reasons and the fix
 (:func:`nothing_comparable_text`).
 
+Results of the two learning-rate protocols (:mod:`pebench.analysis.lr`) are never joined: a run at each cell's best
+rate is put beside reference cells of the same rates, each at its own chosen rate (the learning rate itself is then
+left out of the key, the grid being the same), and a run at one rate beside one-rate reference results only; the
+reference cells of the other protocol are listed with why (:func:`protocol_split`).
+
 A reference result trained by other code than the installed pebench (another ``code_version`` than it computes
 for that encoding and task: the model, trainer, bases or the encoding's or task's module changed since) is still the
 same configuration, but not the same experiment: it is refused in one line naming the cells and the fix (rebuild
@@ -60,20 +65,39 @@ def _default_layers(encoding: str) -> int:
     return own if own is not None else ModelConfig.n_layers
 
 
-def comparable_part(config: Mapping[str, Any], encoding: str) -> dict[str, Any]:
+def comparable_part(config: Mapping[str, Any], encoding: str, chosen_rate: bool = False) -> dict[str, Any]:
     """``config`` without the encoding, and with the model's depth written ``default`` when it is the encoding's
-    default depth (see the module docstring)."""
+    default depth (see the module docstring); with ``chosen_rate`` (a learning-rate sweep's cell at its chosen
+    rate) without the learning rate."""
     part = {k: v for k, v in config.items() if k not in ("encoding", "max_len")}
     model = dict(part.get("model") or {})
     if model.get("n_layers") == _default_layers(encoding):
         model["n_layers"] = DEFAULT_DEPTH
     part["model"] = model
+    if chosen_rate and isinstance(part.get("train"), Mapping):
+        part["train"] = {k: v for k, v in part["train"].items() if k != "lr"}
     return part
 
 
-def comparable_key(config: Mapping[str, Any], encoding: str) -> str:
+def comparable_key(config: Mapping[str, Any], encoding: str, chosen_rate: bool = False) -> str:
     """The hash of :func:`comparable_part`: equal for two results that differ only in their encoding."""
-    return config_hash(comparable_part(config, encoding))
+    return config_hash(comparable_part(config, encoding, chosen_rate))
+
+
+def protocol_split(reference: pd.DataFrame, protocols: Mapping[int, str | None], rates: str | None
+                   ) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
+    """The rows of ``reference`` whose run (``run_id`` -> its learning-rate protocol, :func:`pebench.analysis.lr.
+    protocol`) has the protocol ``rates`` of the run shown, and one line per (encoding, task) of the others."""
+    theirs = reference["run_id"].map(lambda r: protocols.get(int(r)))
+    same = theirs.map(lambda p: p == rates).astype(bool)
+
+    def text(p: str | None) -> str:
+        return "one learning rate" if p is None else f"the best of the learning rates {p} per cell"
+
+    out = [f"{e} on {t}: protocol differs ({text(p)} in the reference, {text(rates)} here)"
+           for (e, t), p in sorted({(e, t): p for e, t, p in zip(reference["encoding"][~same], reference["task"][~same],
+                                                                   theirs[~same], strict=True)}.items())]  # fmt: skip
+    return reference[same], out
 
 
 def _difference(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> str:
@@ -102,31 +126,34 @@ class Joined:
     """The (encoding, task) cells of those rows: ``rope on k_back``."""
 
 
-def join(run: pd.DataFrame, reference: pd.DataFrame) -> Joined:
+def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False) -> Joined:
     """The rows of ``reference`` (latest result per case, with ``config``) to show beside ``run`` (with
     ``config``): encodings ``run`` does not have, on its tasks and evaluated lengths, with a :func:`comparable_key`
-    that some result of ``run`` on the same task has (see the module docstring)."""
+    that some result of ``run`` on the same task has (see the module docstring). With ``chosen_rate`` both are a
+    learning-rate sweep's cells at their chosen rates, compared without the rate."""
     if run.empty or reference.empty:
         return Joined(reference.iloc[0:0])
     mine = set(run["encoding"])
     ref = reference[~reference["encoding"].isin(mine)]
     ref = ref.sort_values("id").drop_duplicates(["encoding", "task", "train_length", "eval_length", "seed",
                                                   "case_id"], keep="last")  # fmt: skip
-    keys = {(t, comparable_key(c, e)) for t, c, e in zip(run["task"], run["config"], run["encoding"], strict=True)}
-    example = {t: comparable_part(c, e) for t, c, e in zip(run["task"], run["config"], run["encoding"], strict=True)}
+    cr = chosen_rate
+    keys = {(t, comparable_key(c, e, cr)) for t, c, e in zip(run["task"], run["config"], run["encoding"], strict=True)}
+    example = {t: comparable_part(c, e, cr) for t, c, e in zip(run["task"], run["config"], run["encoding"],
+                                                                strict=True)}  # fmt: skip
     lengths = run.groupby("task")["eval_length"].agg(set).to_dict()
     keep, out = [], []
     for (enc, task), g in ref.groupby(["encoding", "task"], sort=True):
         if task not in example:
             continue  # a task the run did not train: nothing to put the reference beside
         first = g.iloc[0]
-        if (task, comparable_key(first["config"], enc)) not in keys:
+        if (task, comparable_key(first["config"], enc, cr)) not in keys:
             mine_task = (example[task].get("task") or {})
             theirs = (first["config"].get("task") or {})
             if mine_task.get("version") != theirs.get("version"):
                 why = f"task {task}: version {theirs.get('version')} in the reference, {mine_task.get('version')} here"
             else:
-                why = f"configuration differs: {_difference(comparable_part(first['config'], enc), example[task])}"
+                why = f"configuration differs: {_difference(comparable_part(first['config'], enc, cr), example[task])}"
             out.append(f"{enc} on {task}: {why}")
             continue
         keep.append(g[g["eval_length"].isin(lengths[task])])

@@ -51,13 +51,15 @@ def time_quick_tier() -> float:
 
 def time_tasks(tasks: Sequence[str], encs: Sequence[str], extra: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Each task's quick tier on its own (fresh cache, temporary database): ``{"task", "wall_s", "rows"}``."""
+    from pebench.analysis.lr import at_chosen_rates
     from pebench.store.load import load
 
     out = []
     for task in tasks:
         with tempfile.TemporaryDirectory() as tmp:
             wall = run_suite([task], encs, tmp, ["--benchmark-disable", *extra])  # no timing table per task
-            rows = training_length_scores(load(f"sqlite:///{tmp}/bench.db"), task)
+            url = f"sqlite:///{tmp}/bench.db"  # at the default protocol, each cell at its chosen rate
+            rows = training_length_scores(at_chosen_rates(url, load(url)), task)
             out.append({"task": task, "wall_s": wall, "rows": rows})
         print(format_task_table(out[-1:], encs, header=len(out) == 1), flush=True)
     return out

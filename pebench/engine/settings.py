@@ -240,11 +240,13 @@ _FLAGS = (
           "rope:base=100,10000 (repeatable: the sweeps multiply); each value is its own model and a part of the case "
           "id (rope-k_back-L64-layers4; docs/sweeps.md)", {"action": "append", "default": [],
                                                              "metavar": "NAME=V1,V2,..."}, "suite", "run"),
-    _flag("--lr-sweep", "lr_sweep", "train every case at each learning rate (default 0.001,0.003,0.01) and report "
-          "each (encoding, task, seed) at the rate with the best in-distribution validation (docs/sweeps.md)",
-          {"nargs": "?", "const": "", "default": None, "metavar": "V1,V2,..."}, "suite", "run"),
-    _flag("--lr-halving", "lr_halving", "with --lr-sweep: every rate first for budget/k steps, only the best "
-          "continued to the full budget (about 2 models' cost per cell instead of k; docs/sweeps.md)",
+    _flag("--lr-sweep", "lr_sweep", "the learning-rate protocol: train every case at each rate and report each "
+          "(encoding, task, seed) at the rate with the best in-distribution validation; the default, over 0.001,0.003 "
+          "(V1,V2,...: other rates; off: one rate, --lr, as an explicit --lr, --sweep or --seeds auto also ask; "
+          "docs/defaults.md)", {"nargs": "?", "const": "", "default": None, "metavar": "V1,V2,...|off"},
+          "suite", "run"),
+    _flag("--lr-halving", "lr_halving", "with the learning-rate sweep: every rate first for budget/k steps, only the "
+          "best continued to the full budget (about 2 models' cost per cell whatever k; docs/sweeps.md)",
           {"action": "store_true"}, "suite", "run"),
     _flag("--encoding", "encoding", "comma-separated encodings to run (default: all)", {}, "suite", "run"),
     _flag("--task", "task", "comma-separated tasks to run (default: all)", {}, "suite", "run"),

@@ -10,7 +10,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pebench.analysis import lr
-from pebench.analysis.reference import Joined, join, nothing_comparable_text, stale_text
+from pebench.analysis.reference import Joined, join, nothing_comparable_text, protocol_split, stale_text
 from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
 from pebench.errors import PebenchError
@@ -75,17 +75,25 @@ def lr_view(rates: str, sel: pd.DataFrame) -> dict[str, Any]:
             "n_cells": len(cells)}  # fmt: skip
 
 
-def _reference(url: str, sel: pd.DataFrame) -> tuple[Joined, dict[str, Any]]:
-    """The reference results at ``url`` joined with ``sel`` (:func:`pebench.analysis.reference.join`), and their
-    learning curves (read here: result ids are those of the reference database)."""
+def _reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> tuple[Joined, dict[str, Any]]:
+    """The reference results at ``url`` joined with ``sel`` (:func:`pebench.analysis.reference.join`; of the run's
+    learning-rate protocol ``rates`` only, and for a sweep each reference cell at its chosen rate), and their learning
+    curves (read here: result ids are those of the reference database)."""
     try:
         engine = open_db(url, create=False)
     except PebenchError as err:  # named as the reference, not as --db
         raise ReportError(f"--with-reference {safe_url(url)}: {str(err).split(': ', 1)[-1]}") from None
     try:
         ref = store_load.load_light(engine)
+        protocols = {int(r["id"]): lr.protocol(r["options"]) for r in store_load.runs(engine)}
+        ref, other_protocol = protocol_split(ref, protocols, rates)
         ref = store_load.attach_json(engine, ref) if not ref.empty else ref.assign(config=[], metrics=[])
-        joined = join(sel, ref)
+        if rates is not None and not ref.empty:  # the latest result of each case, each cell at its chosen rate
+            ref = ref.sort_values("id").drop_duplicates(["case_id", "seed"], keep="last")
+            ref = lr.chosen(ref, lr.final_validation(store_load.curve_points(engine, ref["id"]))).assign(lr_chosen=True)
+        joined = join(sel, ref, chosen_rate=rates is not None)
+        mine = set(sel["encoding"])
+        joined.not_comparable += [line for line in other_protocol if line.split(" on ", 1)[0] not in mine]
         keys = {(t, int(L)): (t, t) for t, L in zip(joined.rows["task"], joined.rows["train_length"], strict=True)}
         curves = charts.curves(engine, joined.rows, keys) if not joined.rows.empty else {}
         return joined, curves
@@ -108,11 +116,17 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             run_ids = [resolve_run_id(engine, choice)]
         sel, shown_runs = select(df, run_ids, choice)
         run_rows = [r for r in runs if r["id"] in set(run_ids if choice != "all" else shown_runs)]
-        rates = lr.protocol(run_rows[0]["options"]) if choice != "all" and run_rows and point is None else None
+        grids = {lr.protocol(r["options"]) for r in run_rows}
+        if point is None and len(grids) > 1:  # --run all over runs of both protocols: never ranked together
+            raise ReportError("the selected runs mix learning-rate protocols ("
+                              + "; ".join(sorted(lr.protocol_text({"lr_sweep": g}) for g in grids))
+                              + "), which are never ranked together: give --run RUN_ID, or --point lrV")  # fmt: skip
+        rates = grids.pop() if run_rows and point is None and len(grids) == 1 else None
         every_point = sel
         if rates is not None:  # --lr-sweep: each cell at the rate its in-distribution validation chose
             sel = store_load.attach_json(engine, sel)  # --lr-halving marks its choice in the metrics
             sel = lr.chosen(sel, lr.final_validation(store_load.curve_points(engine, sel["id"])))
+            sel = sel.assign(lr_chosen=True)  # the measured seed spread is one rate's: no single-seed marks
         else:
             sel = one_point(sel, point)
         if choice != "all":
@@ -138,7 +152,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         superseded = int(len(df) - len(sel)) if choice == "all" else 0
         own, ref_curves = sel, {}
         if reference is not None:
-            joined, ref_curves = _reference(reference, sel)
+            joined, ref_curves = _reference(reference, sel, rates)
             if joined.stale and not allow_stale:
                 raise ReportError(f"--with-reference {safe_url(reference)}: {stale_text(joined)}")
             if joined.rows.empty and joined.not_comparable:

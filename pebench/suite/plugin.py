@@ -30,8 +30,8 @@ import pytest
 import torch
 
 from pebench import encodings, plugins, tasks
+from pebench.analysis import lr
 from pebench.analysis.compare import Baseline
-from pebench.analysis.lr import grid_text
 from pebench.case import Case
 from pebench.engine.device import pick_device
 from pebench.engine.runner import Runner
@@ -45,7 +45,7 @@ from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 from pebench.suite.database import baseline, dry_run, is_worker, leave_no_benchmark_storage, open_database
 from pebench.suite.sharding import parse_shard
-from pebench.suite.state import STATE, SuiteState
+from pebench.suite.state import ONE_RATE_BECAUSE, STATE, SuiteState
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
 
 __all__ = [
@@ -146,22 +146,48 @@ def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
         ) from None
 
 
-def _sweeps(config: pytest.Config, settings: Settings) -> list[str]:
-    """``--sweep``'s values, with ``--lr-sweep`` as one more (over ``lr``; :mod:`pebench.analysis.lr`)."""
+def _one_rate_because(config: pytest.Config, plan: SeedPlan) -> str | None:
+    """What in this command asks for one learning rate instead of the default protocol (None: nothing)."""
+    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(),
+             *(config.getini("addopts") or [])]  # fmt: skip
+    if any(a == "--lr" or a.startswith("--lr=") for a in given):
+        return f"--lr {config.getoption('lr'):g}"
+    if config.getoption("sweep"):
+        return "--sweep"
+    if plan.auto:
+        return f"--seeds {plan}"
+    return None
+
+
+def _sweeps(config: pytest.Config, settings: Settings, plan: SeedPlan) -> list[str]:
+    """``--sweep``'s values, with the learning-rate sweep of the protocol as one more (over ``lr``;
+    :mod:`pebench.analysis.lr`). Stores the protocol's rates (or None, one rate) as the ``lr_sweep`` option, which
+    the run records."""
     sweeps = list(config.getoption("sweep"))
-    rates = config.getoption("lr_sweep")
+    given = config.getoption("lr_sweep")
+    because = _one_rate_because(config, plan)
+    rates = lr.resolve(given, because)
+    if rates is not None and given is not None and because and because.startswith("--lr "):
+        raise PebenchError(f"{because} trains every encoding at one rate and --lr-sweep at each of several: give one")
+    config.option.lr_sweep = rates
+    config.stash[ONE_RATE_BECAUSE] = because if given is None else None
     if rates is None:
         if config.getoption("lr_halving"):
-            raise PebenchError("--lr-halving halves a learning-rate sweep: give --lr-sweep too")
+            raise PebenchError("--lr-halving halves a learning-rate sweep: it cannot run with one learning rate "
+                               f"({because or '--lr-sweep off'})")  # fmt: skip
         return sweeps
     if sweeps:
-        raise PebenchError("--lr-sweep reports each cell at its best rate; run it without --sweep")
+        raise PebenchError("--lr-sweep reports each cell at its best rate; run --sweep without it (one rate: "
+                           "--lr-sweep off)")  # fmt: skip
+    if plan.auto:
+        raise PebenchError(f"--seeds {plan} decides seeds per (encoding, task), not per learning rate: give a number "
+                           "of seeds with --lr-sweep")  # fmt: skip
     if settings.val_batches <= 0:
-        raise PebenchError("--lr-sweep chooses each cell's rate by its validation at the training length: give "
-                           "--val-batches 1 or more")  # fmt: skip
+        raise PebenchError("the learning-rate sweep (the default protocol; --lr-sweep) chooses each cell's rate by "
+                           "its validation at the training length: give --val-batches 1 or more, or --lr-sweep off")
     if config.getoption("lr_halving") and settings.scale != "tiny":
         raise PebenchError("--lr-halving sets the short runs' steps directly: run it at --scale tiny")
-    return [f"lr={grid_text(rates)}"]
+    return [f"lr={rates}"]
 
 
 def _check_report_path(config: pytest.Config) -> str | None:
@@ -209,7 +235,7 @@ def pytest_configure(config: pytest.Config) -> None:
             torch.use_deterministic_algorithms(True)
         plan = SeedPlan.parse(config.getoption("seeds"))
         settings = _settings(config, plan)
-        sweep = Sweep.parse(_sweeps(config, settings))
+        sweep = Sweep.parse(_sweeps(config, settings, plan))
         state = SuiteState(
             settings=settings,
             encodings=_names(config, "encoding", encodings),

@@ -44,3 +44,5 @@ class SuiteState:
 
 
 STATE = pytest.StashKey[SuiteState]()
+ONE_RATE_BECAUSE = pytest.StashKey["str | None"]()
+"""What made a suite run use one learning rate without ``--lr-sweep off`` (said in its closing summary)."""

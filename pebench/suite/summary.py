@@ -7,6 +7,10 @@ keeps 90% of its normalised score at the training length, as a multiple of it (:
 not learned).
 
 Several seeds are averaged (the mean over the seeds' ``ok`` results); a case without a score shows its status.
+
+A learning-rate sweep (the default protocol, :mod:`pebench.analysis.lr`) shows one table per task with each
+(encoding, seed) at its chosen rate, and the rates chosen under it. The measured seed spread is the one-rate
+protocol's, so single-seed columns of such a run are not marked (several seeds are, by their intervals).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Iterable
 
 from pebench import metrics
 from pebench.analysis import noise, reach, scoring
-from pebench.case import by_point
+from pebench.case import by_point, point_of
 from pebench.status import ResultStatus
 from pebench.store.record import ResultRecord
 
@@ -33,13 +37,18 @@ def _norm(r: ResultRecord, m: metrics.Metric) -> float | None:
     return scoring.normalised(r.score, m, r.chance_level, r.status, vocab)
 
 
-def score_tables(records: Iterable[ResultRecord]) -> list[str]:
-    """The lines of one table per (task, training length, sweep point) of ``records``."""
+def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -> list[str]:
+    """The lines of one table per (task, training length, sweep point) of ``records``; with ``lr_rates`` (the rates
+    of a learning-rate sweep, ``records`` already at each cell's chosen rate, :func:`pebench.analysis.lr.
+    chosen_records`) one table per (task, training length) and a line of the rates chosen."""
     per_task: dict[tuple[str, int], list[ResultRecord]] = defaultdict(list)
     for r in records:
         per_task[(r.task, r.train_length)].append(r)
-    by_task = {(task, train_length, point): recs for (task, train_length), all_recs in per_task.items()
-               for point, recs in by_point(all_recs, lambda r: r.case_id).items()}  # fmt: skip
+    if lr_rates is not None:
+        by_task = {(task, train_length, ""): recs for (task, train_length), recs in per_task.items()}
+    else:
+        by_task = {(task, train_length, point): recs for (task, train_length), all_recs in per_task.items()
+                   for point, recs in by_point(all_recs, lambda r: r.case_id).items()}  # fmt: skip
     lines: list[str] = []
     for (task, train_length, point), recs in sorted(by_task.items()):
         m = metrics.of_result(recs[0].metric, recs[0].higher_is_better)
@@ -55,7 +64,7 @@ def score_tables(records: Iterable[ResultRecord]) -> list[str]:
                 cells[(enc, L)] = m.display(scoring.mean(r.score for r in mine if r.status == ResultStatus.OK))
                 notes[(enc, L)] = ",".join(sorted({r.status for r in mine if r.status != ResultStatus.OK})) or "-"
         best = {}
-        sigma = noise.task_sigma(task, recs[0].config)
+        sigma = None if lr_rates is not None else noise.task_sigma(task, recs[0].config)
         for L in lengths:
             samples = [[_norm(r, m) for r in recs if r.encoding == e and r.eval_length == L] for e in encodings]
             flags = noise.marked_best(samples, sigma)
@@ -66,6 +75,12 @@ def score_tables(records: Iterable[ResultRecord]) -> list[str]:
         direction = "higher" if m.higher_is_better else "lower"
         at = f", at {point}" if point else ""
         lines.append(f"{task} (train length {train_length}{at}): {m.unit}, {direction} is better{chance_text}")
+        if lr_rates is not None:
+            chosen = defaultdict(list)
+            for r in sorted({(r.encoding, r.seed, point_of(r.case_id)) for r in recs}):
+                chosen[r[0]].append(r[2].removeprefix("lr") or "-")
+            lines.append(f"  each at its best rate of {lr_rates} (per seed): "
+                         + ", ".join(f"{e} {' '.join(v)}" for e, v in sorted(chosen.items())))
 
         far = {e: reach.reach({L: [_norm(r, m) for r in recs if r.encoding == e and r.eval_length == L]
                                for L in lengths}, train_length).text for e in encodings}  # fmt: skip

@@ -19,6 +19,7 @@ import pytest
 import torch
 from sqlalchemy.exc import SQLAlchemyError
 
+from pebench.analysis import lr
 from pebench.analysis.compare import Regression
 from pebench.case import Case, point_of
 from pebench.engine.device import pick_device
@@ -30,7 +31,7 @@ from pebench.store.database import add_result, error_line, finish_run, mask_secr
 from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.provenance import run_info
 from pebench.store.record import ResultRecord
-from pebench.suite.state import SuiteState
+from pebench.suite.state import ONE_RATE_BECAUSE, SuiteState
 from pebench.suite.summary import case_score, score_tables
 
 RESULT_PROPERTY = "pebench_result"
@@ -95,6 +96,8 @@ class ResultWriter:
         self.heartbeat: Heartbeat | None = None
         self.statuses: dict[str, int] = {}
         self.records: list[ResultRecord] = []
+        self.validation: dict[tuple[str, int], float | None] = {}  # (case id, seed) -> final val_1x
+        self.halving: dict[tuple[str, int], str] = {}  # (case id, seed) -> metrics["lr_halving"]
         self.not_written: list[str] = []
         """One line per result the database refused (and for a run that could not be finished)."""
         self.report_line = ""
@@ -125,6 +128,10 @@ class ResultWriter:
             self.heartbeat = Heartbeat(self.engine, self.run_id)
         add_result(self.engine, self.run_id, record)
         self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
+        if record.eval_length == record.train_length:  # a learning-rate sweep's choice (summary) reads these
+            self.validation[(record.case_id, record.seed)] = lr.final_val(record.curve)
+        if record.metrics.get("lr_halving"):
+            self.halving[(record.case_id, record.seed)] = record.metrics["lr_halving"]
         record.metrics, record.curve = {}, []  # the summary needs the scores only
         self.records.append(record)
 
@@ -188,10 +195,16 @@ class ResultWriter:
             return
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
         terminalreporter.write_sep("-", f"pebench: scores of run {self.run_id}")
-        for line in score_tables(self.records):
+        rates = config.getoption("lr_sweep")
+        records = self.records
+        if rates is not None:
+            validation = {k: v for k, v in self.validation.items() if v is not None}
+            records = lr.chosen_records(records, validation, self.halving)
+        for line in score_tables(records, rates):
             terminalreporter.write_line(line)
         terminalreporter.write_line("(ID lengths | OOD lengths; * best of its column beyond the seed noise, unmarked "
                                     "when within it)")
+        terminalreporter.write_line(protocol_line(config))
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {safe_url(self.url)}")
         if self.report_line:
             for line in self.report_line.splitlines():
@@ -205,6 +218,18 @@ class ResultWriter:
         if state.shard is not None:
             terminalreporter.write_line(f"pebench --shard {state.shard}: this run holds one part of the selected "
                                         "cases; join the parts with pebench merge")  # fmt: skip
+
+
+def protocol_line(config: pytest.Config) -> str:
+    """The run's learning-rate protocol in one line (docs/defaults.md)."""
+    rates = config.getoption("lr_sweep")
+    if rates is not None:
+        return (f"protocol: each (encoding, task, seed) at the best of the learning rates {rates}, chosen by the "
+                "validation at the training length (a model per rate; --lr-sweep off: one rate)")  # fmt: skip
+    because = config.stash.get(ONE_RATE_BECAUSE, None)
+    why = f" ({because} runs one rate)" if because else ""
+    return (f"protocol: one learning rate, {config.getoption('lr'):g}, for every encoding{why}; the default protocol "
+            "takes each cell at its best rate (docs/defaults.md)")  # fmt: skip
 
 
 def report_teststatus(report: pytest.TestReport) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:

@@ -69,6 +69,24 @@ def test_the_page_puts_the_run_beside_the_reference(run_suite, tiny, tmp_path, c
            "at the reference's settings" in capsys.readouterr().err and not other.exists()  # fmt: skip
 
 
+def test_the_learning_rate_protocols_are_never_joined(run_suite, tiny, tmp_path, capsys):
+    ref, mine = f"sqlite:///{tmp_path / 'ref.db'}", f"sqlite:///{tmp_path / 'mine.db'}"
+    common = ("--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache")
+    # the reference at the default protocol (a model per rate, each cell at its chosen rate) ...
+    assert run_suite("--encoding", "rope,alibi", *common, "--db", ref, lr_protocol=True).returncode == 0
+    page = tmp_path / "page.html"
+    proc = run_suite("--encoding", "sinusoidal", *common, "--db", mine, "--report", str(page), "--with-reference", ref,
+                     lr_protocol=True)  # fmt: skip
+    assert proc.returncode == 0, proc.output
+    # ... joins one row per reference cell (its chosen rate of two), whatever rate the run's own cell chose
+    assert "2 results of 2 encodings this run did not train" in page.read_text()
+    # a run at one rate is not comparable with it: refused, each pair named with why
+    assert run_suite("--encoding", "sinusoidal", *common, "--db", mine).returncode == 0  # --lr-sweep off
+    assert main(["report", "--db", mine, "-o", str(tmp_path / "other.html"), "--with-reference", ref]) == 2
+    assert "alibi on k_back: protocol differs (the best of the learning rates 0.001,0.003 per cell in the reference, " \
+           "one learning rate here)" in capsys.readouterr().err  # fmt: skip
+
+
 def test_stale_cells_are_listed(run_suite, tiny, tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     assert run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "2",

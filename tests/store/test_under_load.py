@@ -26,7 +26,7 @@ def start(url: str, cache: Path, encodings: str, *extra: str) -> subprocess.Pope
     env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB" and not k.startswith("PYTEST_XDIST_")}
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", "--encoding",
            encodings, "--task", "k_back", "-k", "L64", "--steps", "20", "--db", url, "--cache-dir", str(cache),
-           *TINY, *extra]
+           "--lr-sweep", "off", *TINY, *extra]
     return subprocess.Popen(cmd, cwd=cache.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)  # fmt: skip
 

@@ -1,10 +1,14 @@
-"""``--lr-sweep``: every rate trained and stored, each cell reported at the rate its in-distribution validation
-chose, never by the out-of-distribution lengths; the protocol is said and never mixed (issue 30, item 2)."""
+"""The learning-rate sweep, the default protocol: every rate trained and stored, each cell reported at the rate its
+in-distribution validation chose, never by the out-of-distribution lengths; the protocol is said and never mixed
+(issue 30, items 2 and 4)."""
 
 import pandas as pd
+import pytest
 
-from pebench.analysis.lr import chosen, final_validation
+from pebench.analysis.findings.output import FindingsError, run_findings
+from pebench.analysis.lr import GRID, LEGACY_GRID, chosen, chosen_records, final_validation, protocol, resolve
 from pebench.cli import main
+from pebench.report import ReportError, build_context
 from pebench.store.load import load
 
 
@@ -51,13 +55,73 @@ def test_an_lr_sweep_run_is_one_page_at_the_chosen_rates(run_suite, tiny, tmp_pa
     html = page.read_text()
     assert 'id="lr-protocol"' in html and "best learning rate of 1e-3,1e-2" in html and "(2 cells)" in html
     assert not list(tmp_path.glob("page-*.html"))
-    assert run_suite(*common).returncode == 0  # one learning rate: another protocol
+    assert run_suite(*common, "--lr-sweep", "off").returncode == 0  # one learning rate: another protocol
     assert main(["compare", "1", "2", "--db", url]) == 2
+
+
+def test_the_default_protocol_is_each_cell_at_the_better_of_two_rates(run_suite, tiny, tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    common = ("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache",
+              "--db", url)  # fmt: skip
+    proc = run_suite(*common, lr_protocol=True)
+    assert proc.returncode == 0, proc.output
+    assert "protocol: each (encoding, task, seed) at the best of the learning rates 0.001,0.003" in proc.stdout
+    df = load(url)
+    assert sorted(df["case_id"]) == ["alibi-k_back-L64-lr0.001", "alibi-k_back-L64-lr0.003",
+                                     "rope-k_back-L64-lr0.001", "rope-k_back-L64-lr0.003"]  # fmt: skip
+    assert df["run_options"].iloc[0]["lr_sweep"] == "0.001,0.003" and GRID == (1e-3, 3e-3)
+    # the closing summary: one table of k_back, each encoding at its chosen rate, said
+    assert proc.stdout.count("k_back (train length 64)") == 1 and "each at its best rate of 0.001,0.003" in proc.stdout
+    # what asks for one rate runs one rate, and says why; --lr-sweep off is the same protocol as --lr
+    for args, why in [(("--lr", "0.01"), "one learning rate, 0.01, for every encoding (--lr 0.01 runs one rate)"),
+                      (("--sweep", "layers=1,2"), "(--sweep runs one rate)"),
+                      (("--seeds", "auto:2"), "(--seeds auto:2 runs one rate)"),
+                      (("--lr-sweep", "off"), "one learning rate, 0.003, for every encoding; the")]:  # fmt: skip
+        proc = run_suite(*common, *args, "--reuse", lr_protocol=True)
+        assert proc.returncode == 0 and why in proc.stdout, proc.output
+        run = load(url, "latest")
+        assert run["run_options"].iloc[0]["lr_sweep"] is None and not run["case_id"].str.contains("-lr").any()
+    assert main(["compare", "1", "latest", "--db", url]) == 2  # never ranked together
+    # the findings and the page of the default run take each cell at its chosen rate; all runs together mix both
+    # protocols, which is one line of error
+    assert run_findings(url, 1).runs == [1]
+    with pytest.raises(FindingsError, match="mix learning-rate protocols"):
+        run_findings(url, "all")
+    with pytest.raises(ReportError, match="mix learning-rate protocols"):
+        build_context(url, "all")
+    assert build_context(url, 1)["lr_protocol"]["rates"] == "0.001,0.003"
+
+
+def test_the_protocol_of_a_stored_run_and_of_a_command():
+    assert protocol({"lr_sweep": None}) is None and protocol({}) is None
+    assert protocol({"lr_sweep": ""}) == LEGACY_GRID == "0.001,0.003,0.01"  # stored before the default protocol
+    assert protocol({"lr_sweep": "0.001,0.003"}) == "0.001,0.003"
+    assert resolve(None, None) == "0.001,0.003" and resolve("", None) == "0.001,0.003"
+    assert resolve(None, "--sweep") is None and resolve("off", None) is None and resolve("OFF", "--sweep") is None
+    assert resolve("1e-3,1e-2", "--sweep") == "1e-3,1e-2"  # given: the check against --sweep follows (one line)
+
+
+def test_the_summary_takes_each_cell_at_its_chosen_rate():
+    from types import SimpleNamespace as R
+
+    recs = [R(encoding="rope", task="k_back", train_length=64, eval_length=L, seed=s, case_id=f"rope-k_back-L{L}-{p}",
+              metric="accuracy", higher_is_better=True) for p in ("lr0.001", "lr0.003") for L in (64, 256)
+            for s in (0, 1)]  # fmt: skip
+    # seed 0 validates better at 3e-3, seed 1 at 1e-3; an OOD record's validation is never read
+    val = {("rope-k_back-L64-lr0.001", 0): 0.5, ("rope-k_back-L64-lr0.003", 0): 0.9,
+           ("rope-k_back-L64-lr0.001", 1): 0.8, ("rope-k_back-L64-lr0.003", 1): 0.7,
+           ("rope-k_back-L256-lr0.001", 0): 1.0}  # fmt: skip
+    kept = {(r.seed, r.case_id) for r in chosen_records(recs, val)}
+    assert kept == {(0, "rope-k_back-L64-lr0.003"), (0, "rope-k_back-L256-lr0.003"),
+                    (1, "rope-k_back-L64-lr0.001"), (1, "rope-k_back-L256-lr0.001")}  # fmt: skip
+    marked = chosen_records(recs, val, {("rope-k_back-L64-lr0.001", 0): "chosen"})  # --lr-halving's mark wins
+    assert {r.case_id for r in marked if r.seed == 0} == {"rope-k_back-L64-lr0.001", "rope-k_back-L256-lr0.001"}
 
 
 def test_bad_lr_sweep_input_is_one_line(run_suite, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    for args, message in [(("--lr-sweep", "--sweep", "layers=1,2"), "run it without --sweep"),
+    for args, message in [(("--lr-sweep", "--sweep", "layers=1,2"), "run --sweep without it"),
+                          (("--lr-sweep", "--seeds", "auto"), "not per learning rate"),
                           (("--lr-sweep", "--val-batches", "0"), "give --val-batches 1 or more"),
                           (("--lr-sweep", "1e-3,x"), "lr='x' is not a float")]:  # fmt: skip
         proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", url, *args)
@@ -80,7 +144,9 @@ def test_halving_trains_every_rate_short_and_only_the_best_to_the_budget(run_sui
     assert df["config_hash"].nunique() == 3 and sum(df["train_steps"]) == 10
     html = page.read_text()
     assert f"Cells per chosen rate: {chosen_point.removeprefix('lr')}: 1 (1 cells)" in html
-    for args, message in [(("--lr-halving",), "give --lr-sweep too"),
+    for args, message in [(("--lr-halving", "--lr-sweep", "off"), "cannot run with one learning rate (--lr-sweep off)"),
+                          (("--lr-halving", "--lr", "0.01"), "cannot run with one learning rate (--lr 0.01)"),
+                          (("--lr-sweep", "1e-3,1e-2", "--lr", "0.01"), "--lr 0.01 trains every encoding at one"),
                           (("--lr-sweep", "--lr-halving", "--scale", "small"), "run it at --scale tiny")]:  # fmt: skip
         proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", url, *args)
         assert proc.returncode == 4 and message in proc.stderr, proc.output

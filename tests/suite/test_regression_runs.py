@@ -160,6 +160,7 @@ def test_nightly_workflow_is_valid():
     assert suite.startswith("python -m pytest suite") and "--reuse" in suite and "steps.baseline.outputs.args" in suite
     assert "--shard ${{ matrix.shard }}/${{ env.SHARDS }}" in suite and steps["suite"]["continue-on-error"] is True
     assert "--seeds ${{ env.SEEDS }}" in suite and int(wf["env"]["SEEDS"]) == 3  # an honest ranking needs seeds
+    assert "--lr-sweep off" in suite  # one rate: the cost it is sized for, and every night comparable with the last
     upload = next(s for s in shard["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "pebench-shard-${{ matrix.shard }}" and upload["if"] == "always()"
     # the merge job: every shard's database into one run, then compare, report, upload, and fail when anything did

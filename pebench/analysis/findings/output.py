@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from pebench.analysis import lr
 from pebench.analysis.findings.evaluate import (
     FAILS,
     HOLDS,
@@ -89,9 +90,15 @@ class FindingsReport:
 
 def run_findings(db_url: str, run: int | str | None = "latest", point: str | None = None) -> FindingsReport:
     """Every finding against ``run`` (with a sweep, against its ``point``:
-    :func:`pebench.analysis.sweeps.one_point`)."""
+    :func:`pebench.analysis.sweeps.one_point`; a learning-rate sweep without ``point``, against each cell at its
+    chosen rate: :func:`pebench.analysis.lr.at_chosen_rates`)."""
     choice = check_run(run)
     df, runs = load_run(db_url, choice)
+    if point is None:
+        try:
+            df = lr.at_chosen_rates(db_url, df)
+        except PebenchError as err:
+            raise FindingsError(str(err)) from None
     return FindingsReport(db_url, choice, runs, evaluate_all(one_point(df, point)))
 
 
