@@ -60,7 +60,16 @@ def resolve(given: str | None, one_rate_because: str | None) -> str | None:
         return None
     if given is None:
         return None if one_rate_because else grid_text("")
-    return grid_text(given)
+    return canonical(grid_text(given))
+
+
+def canonical(rates: str) -> str:
+    """``rates`` written as the default grid is (``1e-3,3e-3`` -> ``0.001,0.003``), so that one grid is one protocol
+    however it was typed; as given when a value is no number (the sweep's check names it in one line)."""
+    try:
+        return ",".join(f"{float(v):g}" for v in rates.split(","))
+    except ValueError:
+        return rates
 
 
 def protocol(options: Mapping[str, Any] | None) -> str | None:
@@ -68,7 +77,7 @@ def protocol(options: Mapping[str, Any] | None) -> str | None:
     value = (options or {}).get("lr_sweep")
     if value is None:
         return None
-    return value or LEGACY_GRID
+    return canonical(value) if value else LEGACY_GRID
 
 
 def protocol_text(options: Mapping[str, Any] | None) -> str:

@@ -290,8 +290,7 @@ def _task_view(
                             seeds_tip=seeds_tip(g.rows())))  # fmt: skip
     # best per column, only beyond the noise (pebench.analysis.noise); the gap only among encodings that learned the
     # task (ID normalised score >= scoring.LEARNED), compared as per-seed differences of normalised scores
-    # a learning-rate sweep's cells are at their chosen rates: the shipped spread, measured at one rate, is not theirs
-    sigma = None if first.get("lr_chosen") is True else noise.task_sigma(task_name, first.get("config"))
+    sigma = None if first.get("lr_chosen") is True else noise.task_sigma(task_name, first.get("config"))  # one rate's
     acc.sigmas[key] = sigma
     lower = not m.higher_is_better
     for col, L in enumerate(lengths):

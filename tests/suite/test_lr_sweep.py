@@ -51,9 +51,9 @@ def test_an_lr_sweep_run_is_one_page_at_the_chosen_rates(run_suite, tiny, tmp_pa
     df = load(url)
     assert sorted(df["case_id"]) == ["alibi-k_back-L64-lr0.001", "alibi-k_back-L64-lr0.01",
                                      "rope-k_back-L64-lr0.001", "rope-k_back-L64-lr0.01"]  # fmt: skip
-    assert df["run_options"].iloc[0]["lr_sweep"] == "1e-3,1e-2"
+    assert df["run_options"].iloc[0]["lr_sweep"] == "0.001,0.01"  # one grid, one protocol, however typed
     html = page.read_text()
-    assert 'id="lr-protocol"' in html and "best learning rate of 1e-3,1e-2" in html and "(2 cells)" in html
+    assert 'id="lr-protocol"' in html and "best learning rate of 0.001,0.01" in html and "(2 cells)" in html
     assert not list(tmp_path.glob("page-*.html"))
     assert run_suite(*common, "--lr-sweep", "off").returncode == 0  # one learning rate: another protocol
     assert main(["compare", "1", "2", "--db", url]) == 2
@@ -98,7 +98,9 @@ def test_the_protocol_of_a_stored_run_and_of_a_command():
     assert protocol({"lr_sweep": "0.001,0.003"}) == "0.001,0.003"
     assert resolve(None, None) == "0.001,0.003" and resolve("", None) == "0.001,0.003"
     assert resolve(None, "--sweep") is None and resolve("off", None) is None and resolve("OFF", "--sweep") is None
-    assert resolve("1e-3,1e-2", "--sweep") == "1e-3,1e-2"  # given: the check against --sweep follows (one line)
+    assert resolve("1e-3,1e-2", "--sweep") == "0.001,0.01"  # given: the check against --sweep follows (one line)
+    assert resolve("1e-3,x", None) == "1e-3,x"  # the sweep's own check names the bad value
+    assert protocol({"lr_sweep": "1e-3,3e-3"}) == protocol({"lr_sweep": "0.001,0.003"})
 
 
 def test_the_summary_takes_each_cell_at_its_chosen_rate():
