@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
+from pebench.analysis import lr
 from pebench.analysis.compare import Baseline
 from pebench.case import Case
 from pebench.errors import DatabaseError, PebenchError
 from pebench.hashing import config_hash
 from pebench.store.database import check_db, open_db
 from pebench.store.lifecycle import comparable_run, resolve_run_id
+from pebench.store.load import runs
 from pebench.suite.state import SuiteState
 from pebench.suite.writer import ResultWriter
 
@@ -95,8 +97,14 @@ def baseline(config: pytest.Config, state: SuiteState) -> Baseline | None:
                 run_id = comparable_run(engine, [(e, t, h) for (e, t), (h, _) in configs.items()])
             else:
                 run_id = resolve_run_id(engine, wanted)
+            options = next((r["options"] for r in runs(engine) if r["id"] == run_id), None)
         finally:
             engine.dispose()
+        try:  # results of the two learning-rate protocols are never compared (pebench.analysis.lr)
+            lr.check_same_protocol(options, {"lr_sweep": config.getoption("lr_sweep")},
+                                   f"--baseline {wanted} (run {run_id}) and this run")  # fmt: skip
+        except PebenchError as err:
+            raise PebenchError(f"{err}; give --lr-sweep as that run did, or another baseline") from None
         config.pluginmanager.register(BaselineToWorkers(run_id), "pebench-baseline-to-workers")
     found = Baseline.load(state.db_url, run_id, state.tolerances)
     found.check_compatible(configs)

@@ -100,6 +100,8 @@ def test_reuse_benchmark_and_baseline(run_suite, tiny, tmp_path, db_url):
         (["--baseline", "soon"], "not a run id; valid: an integer, latest, previous"),
         (["--baseline", "1", "--steps", "5"], "baseline run 1 is from an incompatible config (e.g. rope-k_back: "),
         (["--baseline", "1", "--encoding", "alibi"], "baseline run 1 has no case in common"),
+        (["--baseline", "1", "--lr-sweep", "1e-3,3e-3"], "--baseline 1 (run 1) and this run differ in protocol (one "
+         "learning rate vs the best learning rate of 0.001,0.003 per cell)"),
         (["--tolerance", "-0.1"], "--tolerance must be a non-negative number"),
     ],
 )
