@@ -245,10 +245,9 @@ def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
     return lines
 
 
-def collect(db_url: str, base: float = BASE, left_out: list[str] | None = None
-            ) -> tuple[list[TaskSides], list[HalvingSide]]:  # fmt: skip
-    """:func:`sides` of every ``--lr-sweep`` run in ``db_url`` (tasks without the shared rate in ``left_out``, when
-    given), and :func:`halving_sides` of its ``--lr-halving`` runs."""
+def collect(db_url: str, offset: int = 0) -> tuple[pd.DataFrame, dict[int, float], pd.DataFrame]:
+    """Every ``--lr-sweep`` result of ``db_url`` but those of ``--lr-halving``, with result ids shifted by ``offset``
+    (several databases' ids never meet), the final validation of each shifted id, and the ``--lr-halving`` rows."""
     df = store_load.load(db_url)
     if not df.empty:
         df = df[[lr.protocol(o) is not None for o in df["run_options"]]]
@@ -260,21 +259,29 @@ def collect(db_url: str, base: float = BASE, left_out: list[str] | None = None
         validation = lr.final_validation(store_load.curve_points(engine, df[~halved]["id"]))
     finally:
         engine.dispose()
-    return (sides(df[~halved], validation, base, left_out) if (~halved).any() else []), halving_sides(df[halved])
+    swept = df[~halved].assign(id=lambda d: d["id"] + offset)
+    return swept, {rid + offset: v for rid, v in validation.items()}, df[halved]
 
 
 def main(db_urls: Sequence[str], base: float = BASE) -> int:
-    """Print the table of the ``--lr-sweep`` runs of the databases ``db_urls`` (one task's results in one of them;
-    ``--lr-halving`` runs of the same cells in any of them)."""
-    tasks: list[TaskSides] = []
-    halving: list[HalvingSide] = []
-    left_out: list[str] = []
+    """Print the table of the ``--lr-sweep`` runs of the databases ``db_urls`` taken together (a task's cells may
+    be spread over several: the shards of one run, or runs of other cells; a later database's result of the same
+    case and seed replaces an earlier one's), and of their ``--lr-halving`` runs."""
+    frames, halved = [], []
+    validation: dict[int, float] = {}
+    offset = 0
     for url in db_urls:
-        t, h = collect(url, base, left_out)
-        tasks += t
-        halving += h
+        df, val, h = collect(url, offset)
+        frames.append(df)
+        halved.append(h)
+        validation |= val
+        offset = int(max(df["id"].max() if not df.empty else offset, offset)) + 1
+    swept = pd.concat(frames, ignore_index=True)
+    left_out: list[str] = []
+    tasks = sides(swept, validation, base, left_out) if not swept.empty else []
     if not tasks and left_out:
         raise PebenchError(f"{left_out[0]}; sweep a grid that holds it")
+    halving = halving_sides(pd.concat(halved, ignore_index=True))
     print(table(tasks, base, halving))
     if left_out:
         print(f"\nLeft out, no result at the shared rate yet: {'; '.join(left_out)}.")
