@@ -4,11 +4,12 @@ One learning rate for every encoding can fail one and flatter another; the synth
 follows (Zoology, MAD) report each architecture at its best rate from a small sweep. Measured in pebench
 (docs/defaults.md, issue 30 item 4): at the former shared rate 3e-3, 15 of 37 cells of ten tasks have another
 verdict than at their best rate; at 1e-3, 5 of 39 (RoPE on parity; learned positions, sinusoidal and RoPE on
-add_nocarry learn at 3e-3 only; NoPE on long_range_match only partly, at 1e-2). No single rate is fair, so the suite's default trains every (encoding, task, seed)
-at each rate of :data:`GRID` and reports it at the best (:func:`resolve`: ``--lr-sweep off``, an explicit ``--lr``,
-``--sweep`` or ``--seeds auto`` run one rate instead). ``--lr-sweep V1,V2,...`` gives another grid. Each rate is a
-point, as with ``--sweep lr=...`` (``rope-k_back-L64-lr0.003``); every rate's results stay in the database, and the
-run is marked with the protocol (``runs.options["lr_sweep"]``: the rates, or None for one rate).
+add_nocarry learn at 3e-3 only; NoPE on long_range_match only partly, at 1e-2). No single rate is fair, so the
+suite's default trains every (encoding, task, seed) at each rate of :data:`GRID` and reports it at the best
+(:func:`resolve`: ``--lr-sweep off``, an explicit ``--lr``, ``--sweep`` or ``--seeds auto`` run one rate instead).
+``--lr-sweep V1,V2,...`` gives another grid. Each rate is a point, as with ``--sweep lr=...``
+(``rope-k_back-L64-lr0.003``); every rate's results stay in the database, and the run is marked with the protocol
+(``runs.options["lr_sweep"]``: the rates, or None for one rate).
 
 Which rate a cell reports is chosen in distribution only: per (encoding, task, seed), the rate whose model has the
 best *final validation at the training length* (the learning curve's last ``val_1x``: the task's metric on held-out
