@@ -45,8 +45,12 @@ PROTOCOL_KEYS = ("task", "model", "train", "eval")
 """The parts of a case's config that the seed-to-seed spread depends on (not the encoding)."""
 
 
-def protocol_hash(config: Mapping[str, Any]) -> str:
+def protocol_hash(config: Mapping[str, Any], lr_grid: str | None = None) -> str:
     """The hash of a config's task, model, training and evaluation settings (everything but the encoding).
+
+    With ``lr_grid`` (the rates of the learning-rate protocol, :mod:`pebench.analysis.lr`; ``config`` one of its
+    cells at its chosen rate) the learning rate is the grid, not the one rate chosen: each cell of such a run has its
+    own rate, and the spread of the chosen cells is that of the protocol.
 
     An encoding's own default depth (:attr:`~pebench.encodings.PositionalEncoding.default_layers`, e.g. NoPE's 6
     blocks) counts as the global default depth, so that one default run has one protocol for every encoding.
@@ -59,6 +63,8 @@ def protocol_hash(config: Mapping[str, Any]) -> str:
     parts = {k: config.get(k) for k in PROTOCOL_KEYS}
     if isinstance(parts.get("train"), Mapping) and "stop" in parts["train"]:
         parts["train"] = {k: v for k, v in parts["train"].items() if k != "stop"}
+    if lr_grid is not None and isinstance(parts.get("train"), Mapping):
+        parts["train"] = {**{k: v for k, v in parts["train"].items() if k != "lr"}, "lr_grid": lr_grid}
     model, encoding = parts.get("model"), config.get("encoding")
     if isinstance(model, Mapping) and isinstance(encoding, Mapping):
         own = _own_default_layers(str(encoding.get("name")))
@@ -86,10 +92,12 @@ def spread_data(path: Path | None = None) -> dict[str, Any]:
     return _load(str(path or SPREAD_FILE))
 
 
-def task_sigma(task: str, config: Mapping[str, Any] | None, data: Mapping[str, Any] | None = None) -> float | None:
-    """The measured seed-to-seed sigma of ``task``, if it was measured with ``config``'s protocol, else None."""
+def task_sigma(task: str, config: Mapping[str, Any] | None, data: Mapping[str, Any] | None = None,
+               lr_grid: str | None = None) -> float | None:  # fmt: skip
+    """The measured seed-to-seed sigma of ``task``, if it was measured with ``config``'s protocol (with ``lr_grid``:
+    a cell of that learning-rate protocol, :func:`protocol_hash`), else None."""
     entry = (data or spread_data())["tasks"].get(task)
-    if entry is None or not isinstance(config, Mapping) or entry.get("protocol") != protocol_hash(config):
+    if entry is None or not isinstance(config, Mapping) or entry.get("protocol") != protocol_hash(config, lr_grid):
         return None
     return float(entry["sigma"])
 
@@ -158,10 +166,11 @@ def aggregate_sigma(sigmas: Sequence[float | None]) -> float | None:
     return math.sqrt(sum(s * s for s in sigmas) / len(sigmas)) / math.sqrt(len(sigmas))  # type: ignore[operator]
 
 
-def measure_spread(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
+def measure_spread(df: pd.DataFrame, lr_grid: str | None = None) -> dict[str, dict[str, Any]]:
     """Per task of a run with several seeds: ``sigma`` (pooled standard deviation over seeds of one result's
     normalised score, across encodings and evaluated lengths), the number of seeds, the encodings and lengths it
-    pooled, the largest per-(encoding, length) standard deviation, and the protocol hash of its config."""
+    pooled, the largest per-(encoding, length) standard deviation, and the protocol hash of its config (with
+    ``lr_grid``, ``df`` holds a learning-rate sweep's cells at their chosen rates: that protocol's hash)."""
     df = add_normalised(df)
     df = df[df["norm"].notna()]
     out: dict[str, dict[str, Any]] = {}
@@ -172,7 +181,7 @@ def measure_spread(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
             if len(vals) >= 2:
                 variances.append(float(vals.var(ddof=1)))
                 worst = max(worst, math.sqrt(variances[-1]))
-        protocols = {protocol_hash(c) for c in g["config"]}
+        protocols = {protocol_hash(c, lr_grid) for c in g["config"]}
         if not variances or len(protocols) != 1:
             continue
         seeds = sorted(set(g["seed"]))

@@ -115,11 +115,15 @@ def seed_spread(db_url: str, run: int | str | None, output: str | None) -> int:
     ``output`` merge it into that JSON file (the run's tasks replace their entries, the others stay)."""
     import datetime as dt
 
+    from pebench.analysis import lr
     from pebench.analysis.noise import measure_spread, spread_table
     from pebench.store.load import load
 
     df = load(db_url, run)
-    tasks = measure_spread(df)
+    grid = lr.protocol(df["run_options"].iloc[0]) if not df.empty else None
+    if grid is not None:  # the learning-rate protocol: its cells at their chosen rates, the spread of that protocol
+        df = lr.at_chosen_rates(db_url, df)
+    tasks = measure_spread(df, grid)
     if not tasks:
         raise PebenchError(f"run {run} has no task with two or more seeds of one configuration; run the cases "
                            f"with --seeds 3 first: {shipped_spread_command()}")  # fmt: skip

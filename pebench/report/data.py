@@ -90,7 +90,7 @@ def _reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> tuple[J
         ref = store_load.attach_json(engine, ref) if not ref.empty else ref.assign(config=[], metrics=[])
         if rates is not None and not ref.empty:  # the latest result of each case, each cell at its chosen rate
             ref = ref.sort_values("id").drop_duplicates(["case_id", "seed"], keep="last")
-            ref = lr.chosen(ref, lr.final_validation(store_load.curve_points(engine, ref["id"]))).assign(lr_chosen=True)
+            ref = lr.chosen(ref, lr.final_validation(store_load.curve_points(engine, ref["id"]))).assign(lr_grid=rates)
         joined = join(sel, ref, chosen_rate=rates is not None)
         mine = set(sel["encoding"])
         joined.not_comparable += [line for line in other_protocol if line.split(" on ", 1)[0] not in mine]
@@ -126,7 +126,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         if rates is not None:  # --lr-sweep: each cell at the rate its in-distribution validation chose
             sel = store_load.attach_json(engine, sel)  # --lr-halving marks its choice in the metrics
             sel = lr.chosen(sel, lr.final_validation(store_load.curve_points(engine, sel["id"])))
-            sel = sel.assign(lr_chosen=True)  # the measured seed spread is one rate's: no single-seed marks
+            sel = sel.assign(lr_grid=rates)  # the seed spread of this protocol (pebench.analysis.noise)
         else:
             sel = one_point(sel, point)
         if choice != "all":

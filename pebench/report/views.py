@@ -288,9 +288,9 @@ def _task_view(
                             gap=gap, ood_norm=_cell(o_norm, 2), n_seeds=len(g.seeds()), failures=n_fail,
                             reach=far, training=training_text(g.by_length.get(train_length, {}).values()),
                             seeds_tip=seeds_tip(g.rows())))  # fmt: skip
-    # best per column, only beyond the noise (pebench.analysis.noise); the gap only among encodings that learned the
-    # task (ID normalised score >= scoring.LEARNED), compared as per-seed differences of normalised scores
-    sigma = None if first.get("lr_chosen") is True else noise.task_sigma(task_name, first.get("config"))  # one rate's
+    # best per column beyond the noise of its protocol (analysis.noise); the gap among encodings that learned the task
+    grid = first.get("lr_grid") if isinstance(first.get("lr_grid"), str) else None
+    sigma = noise.task_sigma(task_name, first.get("config"), lr_grid=grid)
     acc.sigmas[key] = sigma
     lower = not m.higher_is_better
     for col, L in enumerate(lengths):

@@ -9,8 +9,8 @@ not learned).
 Several seeds are averaged (the mean over the seeds' ``ok`` results); a case without a score shows its status.
 
 A learning-rate sweep (the default protocol, :mod:`pebench.analysis.lr`) shows one table per task with each
-(encoding, seed) at its chosen rate, and the rates chosen under it. The measured seed spread is the one-rate
-protocol's, so single-seed columns of such a run are not marked (several seeds are, by their intervals).
+(encoding, seed) at its chosen rate, and the rates chosen under it; its single-seed marks need the seed spread
+measured at that protocol (:func:`pebench.analysis.noise.protocol_hash` with the grid), else none.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
                 cells[(enc, L)] = m.display(scoring.mean(r.score for r in mine if r.status == ResultStatus.OK))
                 notes[(enc, L)] = ",".join(sorted({r.status for r in mine if r.status != ResultStatus.OK})) or "-"
         best = {}
-        sigma = None if lr_rates is not None else noise.task_sigma(task, recs[0].config)
+        sigma = noise.task_sigma(task, recs[0].config, lr_grid=lr_rates)
         for L in lengths:
             samples = [[_norm(r, m) for r in recs if r.encoding == e and r.eval_length == L] for e in encodings]
             flags = noise.marked_best(samples, sigma)

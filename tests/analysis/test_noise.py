@@ -83,6 +83,20 @@ def test_the_stop_rule_is_not_part_of_the_protocol():
     assert protocol_hash(other) != protocol_hash(CONFIG)
 
 
+def test_a_learning_rate_protocol_has_its_own_spread_whatever_rate_a_cell_chose():
+    at = {lr: {**CONFIG, "train": {**CONFIG["train"], "lr": lr}} for lr in (0.001, 0.003)}
+    grid = "0.001,0.003"
+    assert protocol_hash(at[0.001], grid) == protocol_hash(at[0.003], grid)  # the grid, not the rate chosen
+    assert protocol_hash(at[0.003], grid) != protocol_hash(at[0.003])  # one rate is another protocol
+    assert protocol_hash(at[0.003], "0.001,0.003,0.01") != protocol_hash(at[0.003], grid)
+    data = {"tasks": {"k_back": {"sigma": 0.04, "protocol": protocol_hash(at[0.001], grid)}}}
+    assert task_sigma("k_back", at[0.003], data, lr_grid=grid) == 0.04
+    assert task_sigma("k_back", at[0.003], data) is None  # a one-rate run does not borrow it
+    rows = [_row("rope", 64, s, v, config=at[lr]) for s, (v, lr) in enumerate([(0.9, 0.001), (0.7, 0.003)])]
+    assert measure_spread(pd.DataFrame(rows)) == {}  # two rates: no single protocol without the grid
+    assert measure_spread(pd.DataFrame(rows), grid)["k_back"]["protocol"] == protocol_hash(at[0.003], grid)
+
+
 def _row(enc, length, seed, score, config=CONFIG, status="ok"):
     return {"encoding": enc, "task": "k_back", "eval_length": length, "seed": seed, "score": score, "status": status,
             "metric": "accuracy", "higher_is_better": True, "chance_level": 0.5, "config": config}  # fmt: skip

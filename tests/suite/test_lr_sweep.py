@@ -152,3 +152,20 @@ def test_halving_trains_every_rate_short_and_only_the_best_to_the_budget(run_sui
                           (("--lr-sweep", "--lr-halving", "--scale", "small"), "run it at --scale tiny")]:  # fmt: skip
         proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", url, *args)
         assert proc.returncode == 4 and message in proc.stderr, proc.output
+
+
+def test_the_seed_spread_of_the_default_protocol_is_measured_and_found(run_suite, tiny, tmp_path):
+    import json
+
+    from pebench.analysis.noise import protocol_hash, task_sigma
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    proc = run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache",
+                     "--seeds", "2", "--db", url, lr_protocol=True)  # fmt: skip
+    assert proc.returncode == 0, proc.output
+    out = tmp_path / "spread.json"
+    assert main(["seed-spread", "--db", url, "-o", str(out)]) == 0
+    entry = json.loads(out.read_text())["tasks"]["k_back"]
+    config = load(url)["config"].iloc[0]  # either rate: the protocol is the grid
+    assert entry["protocol"] == protocol_hash(config, "0.001,0.003") and entry["seeds"] == 2
+    assert task_sigma("k_back", config, json.loads(out.read_text()), lr_grid="0.001,0.003") == entry["sigma"]
