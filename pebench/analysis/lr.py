@@ -129,10 +129,13 @@ def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
 
 
 def final_val(curve: Iterable[Mapping[str, Any]]) -> float | None:
-    """The ``val_1x`` of the last point of one model's learning curve that has one (None without validation)."""
+    """The validation at the training length (``val_<metric>_1x``) of the last point of one model's learning curve
+    (:attr:`pebench.store.record.ResultRecord.curve`) that has one; None without validation."""
+    from pebench.store.record import curve_row
+
     last = None
-    for point in curve:
-        if point.get("val_1x") is not None and (last is None or point["step"] >= last[0]):
+    for point in map(curve_row, curve):
+        if point["val_1x"] is not None and (last is None or point["step"] >= last[0]):
             last = (point["step"], float(point["val_1x"]))
     return None if last is None else last[1]
 

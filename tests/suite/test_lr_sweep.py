@@ -6,7 +6,16 @@ import pandas as pd
 import pytest
 
 from pebench.analysis.findings.output import FindingsError, run_findings
-from pebench.analysis.lr import GRID, LEGACY_GRID, chosen, chosen_records, final_validation, protocol, resolve
+from pebench.analysis.lr import (
+    GRID,
+    LEGACY_GRID,
+    chosen,
+    chosen_records,
+    final_val,
+    final_validation,
+    protocol,
+    resolve,
+)
 from pebench.cli import main
 from pebench.report import ReportError, build_context
 from pebench.store.load import load
@@ -39,6 +48,10 @@ def test_the_rate_is_chosen_by_the_validation_at_the_training_length_only():
 def test_final_validation_is_the_last_point_that_has_one():
     points = [(7, 10, 1.0, 0.5, None), (7, 20, 0.9, 0.6, None), (7, 30, 0.8, None, None), (8, 10, 1.0, None, None)]
     assert final_validation(points) == {7: 0.6}
+    # a record's own curve names the metric (val_<metric>_1x, as the runner writes it)
+    curve = [{"step": 10, "loss": 1.0, "val_accuracy_1x": 0.5, "val_accuracy_2x": 0.9},
+             {"step": 20, "loss": 0.9, "val_accuracy_1x": 0.6}, {"step": 30, "loss": 0.8}]  # fmt: skip
+    assert final_val(curve) == 0.6 and final_val([{"step": 5, "loss": 1.0}]) is None
 
 
 def test_an_lr_sweep_run_is_one_page_at_the_chosen_rates(run_suite, tiny, tmp_path):
@@ -72,6 +85,9 @@ def test_the_default_protocol_is_each_cell_at_the_better_of_two_rates(run_suite,
     assert df["run_options"].iloc[0]["lr_sweep"] == "0.001,0.003" and GRID == (1e-3, 3e-3)
     # the closing summary: one table of k_back, each encoding at its chosen rate, said
     assert proc.stdout.count("k_back (train length 64)") == 1 and "each at its best rate of 0.001,0.003" in proc.stdout
+    (line,) = [x for x in proc.stdout.splitlines() if "each at its best rate of" in x]
+    chosen_here = dict(item.split() for item in line.split("(per seed): ")[1].split(", "))  # one rate per cell
+    assert set(chosen_here) == {"alibi", "rope"} and set(chosen_here.values()) <= {"0.001", "0.003"}
     # what asks for one rate runs one rate, and says why; --lr-sweep off is the same protocol as --lr
     for args, why in [(("--lr", "0.01"), "one learning rate, 0.01, for every encoding (--lr 0.01 runs one rate)"),
                       (("--sweep", "layers=1,2"), "(--sweep runs one rate)"),
