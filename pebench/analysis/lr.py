@@ -37,7 +37,7 @@ from pebench.errors import PebenchError
 
 GRID = (1e-3, 3e-3)
 """The rates of the default protocol and of ``--lr-sweep`` without a value. 1e-2 was left out: in the measurement of
-issue 30 it was chosen in 3 of 39 choices, all on long_range_match, where nothing was learned at any rate but NoPE's
+issue 30 it was chosen in 3 of 43 choices, all on long_range_match, where nothing was learned at any rate but NoPE's
 "partly" (``--lr-sweep 1e-3,3e-3,1e-2`` puts it back)."""
 
 LEGACY_GRID = "0.001,0.003,0.01"
@@ -122,10 +122,21 @@ def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
         scored = [(validation[int(r.id)], r.lr_point) for r in at_train.itertuples() if int(r.id) in validation]
         if not scored:
             continue
-        rate = lambda point: float(point.removeprefix("lr"))  # noqa: E731
-        best = max(scored, key=lambda vp: (vp[0] if metric.higher_is_better else -vp[0], -rate(vp[1])))[1]
+        best = best_point(scored, metric.higher_is_better)
         keep.append(g[g["lr_point"] == best])
     return pd.concat(keep) if keep else df.iloc[0:0]
+
+
+def best_point(scored: Iterable[tuple[float, str]], higher_is_better: bool) -> str:
+    """The ``lrV`` point of the best final validation among ``scored`` ((validation, point) pairs), higher or lower
+    by the metric's direction; a tie goes to the lower rate."""
+    return max(scored, key=lambda vp: (vp[0] if higher_is_better else -vp[0], -float(vp[1].removeprefix("lr"))))[1]
+
+
+def mixed_text(grids: Iterable[str | None]) -> str:
+    """The one-line reason results of several learning-rate protocols (``grids``, None for one rate) are refused."""
+    names = "; ".join(sorted(protocol_text({"lr_sweep": g}) for g in grids))
+    return f"the selected results mix learning-rate protocols ({names}), which are never ranked together"
 
 
 def final_val(curve: Iterable[Mapping[str, Any]]) -> float | None:
@@ -166,7 +177,7 @@ def chosen_records(records: Sequence[Any], validation: Mapping[tuple[str, int], 
         if not scored:
             keep += recs
             continue
-        best = max(scored, key=lambda vp: (vp[0] if higher else -vp[0], -float(vp[1].removeprefix("lr"))))[1]
+        best = best_point(scored, higher)
         keep += [r for r in recs if point_of(r.case_id) == best]
     return keep
 
@@ -181,9 +192,7 @@ def at_chosen_rates(db_url: str, df: pd.DataFrame) -> pd.DataFrame:
     if grids == {None}:
         return df
     if len(grids) > 1:
-        raise PebenchError("the selected results mix learning-rate protocols ("
-                           + "; ".join(sorted(protocol_text({"lr_sweep": g}) for g in grids)) + "), which are never "
-                           "ranked together: select one run (--run RUN_ID)")  # fmt: skip
+        raise PebenchError(f"{mixed_text(grids)}: select one run (--run RUN_ID)")
     from pebench.store import load as store_load
     from pebench.store.database import open_db
 

@@ -118,9 +118,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         run_rows = [r for r in runs if r["id"] in set(run_ids if choice != "all" else shown_runs)]
         grids = {lr.protocol(r["options"]) for r in run_rows}
         if point is None and len(grids) > 1:  # --run all over runs of both protocols: never ranked together
-            raise ReportError("the selected runs mix learning-rate protocols ("
-                              + "; ".join(sorted(lr.protocol_text({"lr_sweep": g}) for g in grids))
-                              + "), which are never ranked together: give --run RUN_ID, or --point lrV")  # fmt: skip
+            raise ReportError(f"{lr.mixed_text(grids)}: give --run RUN_ID, or --point lrV")
         rates = grids.pop() if run_rows and point is None and len(grids) == 1 else None
         every_point = sel
         if rates is not None:  # --lr-sweep: each cell at the rate its in-distribution validation chose
