@@ -12,15 +12,11 @@ an ``ok`` result in the base run but none in the current run (diverged, error) r
 Speed: training throughput (tokens/s) per (encoding, task), one value per seed, regressed when it dropped by more
 than ``speed`` (default 15%) relative and, with several seeds, the intervals do not overlap.
 
-Inside the suite each case is one seed, so a case is checked against the baseline's result for the same seed
-(paired: on CPU an unchanged model gives the identical number) and fails when it is worse by more than the
-tolerance -- and, when the baseline has several seeds, also worse than the worst baseline seed (outside the seeds'
-noise).
+Inside the suite each case is checked against a baseline run as it finishes: :mod:`pebench.analysis.baseline`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -32,15 +28,14 @@ from pebench import metrics
 from pebench.analysis import lr
 from pebench.analysis.scoring import ok_scores
 from pebench.analysis.stats import Estimate, estimate
-from pebench.case import Case
+from pebench.case import Case, point_of
 from pebench.errors import PebenchError
 from pebench.metrics import Metric, Tolerances
-from pebench.status import ResultStatus
 from pebench.store.database import open_db, resolve_run_id
 from pebench.store.load import load
-from pebench.store.record import ResultRecord
 
-KEY = ("encoding", "task", "eval_length")
+KEY = ("encoding", "task", "eval_length", "point")
+"""A case of the comparison: the sweep point (``lr0.001``, ``layers4``; ``""`` for none) keeps each point apart."""
 
 
 class CompareError(PebenchError):
@@ -75,7 +70,7 @@ def verdict(base: Estimate, current: Estimate, limit: float, higher_is_better: b
     return Verdict.IMPROVED if g > 0 else Verdict.REGRESSED
 
 
-def _est(e: Estimate | None) -> dict[str, Any] | None:
+def est_dict(e: Estimate | None) -> dict[str, Any] | None:
     return None if e is None else {"mean": e.mean, "low": e.low, "high": e.high, "n": e.n, "iqm": e.iqm}
 
 
@@ -84,6 +79,7 @@ class CaseComparison:
     encoding: str
     task: str
     eval_length: int
+    point: str
     metric: str
     higher_is_better: bool
     base: Estimate | None
@@ -94,7 +90,7 @@ class CaseComparison:
 
     @property
     def case(self) -> str:
-        return Case(self.encoding, self.task, self.eval_length).id
+        return Case(self.encoding, self.task, self.eval_length, point=self.point).id
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,10 +98,11 @@ class CaseComparison:
             "encoding": self.encoding,
             "task": self.task,
             "eval_length": self.eval_length,
+            "point": self.point,
             "metric": self.metric,
             "higher_is_better": self.higher_is_better,
-            "base": _est(self.base),
-            "current": _est(self.current),
+            "base": est_dict(self.base),
+            "current": est_dict(self.current),
             "delta": self.delta,
             "verdict": self.verdict,
             "note": self.note,
@@ -116,18 +113,23 @@ class CaseComparison:
 class SpeedComparison:
     encoding: str
     task: str
+    point: str
     base: Estimate
     current: Estimate
     change: float  # relative change of tokens/s
     verdict: str
 
+    @property
+    def model(self) -> str:
+        return Case(self.encoding, self.task, 0, point=self.point).model
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "model": f"{self.encoding}-{self.task}",
+            "model": self.model,
             "encoding": self.encoding,
             "task": self.task,
-            "base_tokens_per_s": _est(self.base),
-            "current_tokens_per_s": _est(self.current),
+            "base_tokens_per_s": est_dict(self.base),
+            "current_tokens_per_s": est_dict(self.current),
             "change": self.change,
             "verdict": self.verdict,
         }
@@ -144,6 +146,7 @@ class Comparison:
     only_in_current: list[str] = field(default_factory=list)
     incompatible: list[str] = field(default_factory=list)
     devices: tuple[str, str] | None = None  # (base, current) when the runs' devices differ
+    protocol: str = "one learning rate"  # both runs' (they never differ: compare_runs refuses)
 
     @property
     def regressions(self) -> list[CaseComparison]:
@@ -164,18 +167,19 @@ class Comparison:
             "tolerances": asdict(self.tolerances),
             "regressed": self.regressed,
             "accuracy_regressions": [c.case for c in self.regressions],
-            "speed_regressions": [f"{s.encoding}-{s.task}" for s in self.speed_regressions],
+            "speed_regressions": [s.model for s in self.speed_regressions],
             "cases": [c.to_dict() for c in self.cases],
             "speed": [s.to_dict() for s in self.speed],
             "only_in_base": self.only_in_base,
             "only_in_current": self.only_in_current,
             "incompatible": self.incompatible,
             "devices": list(self.devices) if self.devices else None,
+            "protocol": self.protocol,
         }
 
 
 def _case_name(key: tuple[Any, ...]) -> str:
-    return Case(*key).id
+    return Case(str(key[0]), str(key[1]), int(key[2]), point=str(key[3])).id
 
 
 def config_difference(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -195,6 +199,7 @@ def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, b
     if base.empty or current.empty:
         empty = base_run if base.empty else current_run
         raise CompareError(f"run {empty} has no results to compare")
+    base, current = (df.assign(point=df["case_id"].map(point_of)) for df in (base, current))
     b_groups = {k: g for k, g in base.groupby(list(KEY), sort=True)}
     c_groups = {k: g for k, g in current.groupby(list(KEY), sort=True)}
     out.only_in_base = [_case_name(k) for k in sorted(set(b_groups) - set(c_groups))]
@@ -205,7 +210,7 @@ def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, b
     example = ""
     for key in common:
         b, c = b_groups[key], c_groups[key]
-        key = (str(key[0]), str(key[1]), int(key[2]))
+        key = (str(key[0]), str(key[1]), int(key[2]), str(key[3]))
         hashes = set(b["config_hash"]) & set(c["config_hash"])
         if not hashes:
             out.incompatible.append(_case_name(key))
@@ -235,7 +240,7 @@ def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, b
             f"runs {base_run} and {current_run} have no case with the same config "
             f"({len(out.incompatible)} differ, e.g. {example})"
         )
-    out.speed = _compare_speed(base, current, {(c.encoding, c.task) for c in out.cases}, tol)
+    out.speed = _compare_speed(base, current, {(c.encoding, c.task, c.point) for c in out.cases}, tol)
     devices = tuple(", ".join(sorted(set(map(str, df["run_device"])))) if "run_device" in df else "?"
                     for df in (base, current))  # fmt: skip
     if devices[0] != devices[1]:
@@ -249,12 +254,11 @@ def _throughput(rows: pd.DataFrame) -> list[float]:
     return [float(v) for v in rows.groupby("seed")["tokens_per_s"].first()]
 
 
-def _compare_speed(base: pd.DataFrame, current: pd.DataFrame, models: Iterable[tuple[str, str]],
+def _compare_speed(base: pd.DataFrame, current: pd.DataFrame, models: Iterable[tuple[str, str, str]],
                    tol: Tolerances) -> list[SpeedComparison]:  # fmt: skip
     out = []
-    for enc, task in sorted(models):
-        b = base[(base["encoding"] == enc) & (base["task"] == task)]
-        c = current[(current["encoding"] == enc) & (current["task"] == task)]
+    for enc, task, point in sorted(models):
+        b, c = (df[(df["encoding"] == enc) & (df["task"] == task) & (df["point"] == point)] for df in (base, current))
         hashes = set(b["config_hash"]) & set(c["config_hash"])
         bv = _throughput(b[b["config_hash"].isin(hashes)])
         cv = _throughput(c[c["config_hash"].isin(hashes)])
@@ -263,7 +267,7 @@ def _compare_speed(base: pd.DataFrame, current: pd.DataFrame, models: Iterable[t
         be, ce = estimate(bv), estimate(cv)
         change = (ce.mean - be.mean) / be.mean
         v = verdict(be, ce, tol.speed * be.mean, higher_is_better=True)
-        out.append(SpeedComparison(enc, task, be, ce, change, v))
+        out.append(SpeedComparison(enc, task, point, be, ce, change, v))
     return out
 
 
@@ -282,7 +286,10 @@ def compare_runs(url: str, base: int | str, current: int | str, tol: Tolerances 
         lr.check_same_protocol(*options, what=f"runs {base_id} and {current_id}")
     except PebenchError as err:
         raise CompareError(str(err)) from None
-    return compare_frames(base_df, current_df, tol or Tolerances(), base_id, current_id)
+    cmp = compare_frames(base_df, current_df, tol or Tolerances(), base_id, current_id)
+    cmp.protocol = lr.protocol_text(options[0]) + ("" if lr.protocol(options[0]) is None else
+                                                   " (each rate's cells compared as their own cases)")
+    return cmp
 
 
 # -- text output -------------------------------------------------------------------------------------------------
@@ -305,6 +312,7 @@ def render(cmp: Comparison) -> str:
     lines = [
         f"base run {cmp.base_run} -> current run {cmp.current_run}  (tolerance: accuracy {t.accuracy:g} absolute, "
         f"perplexity {t.perplexity:.0%} relative, speed {t.speed:.0%}; means with 95% bootstrap CI over seeds)",
+        f"protocol: {cmp.protocol}",
         "",
     ]
     rows = [
@@ -316,7 +324,7 @@ def render(cmp: Comparison) -> str:
     if cmp.speed:
         lines += ["", "training speed (tokens/s):"]
         rows = [
-            [f"{s.encoding}-{s.task}", _fmt(s.base, 0), _fmt(s.current, 0), f"{s.change:+.1%}", s.verdict]
+            [s.model, _fmt(s.base, 0), _fmt(s.current, 0), f"{s.change:+.1%}", s.verdict]
             for s in cmp.speed
         ]
         lines += _table(["model", "base", "current", "change", "verdict"], rows)
@@ -338,106 +346,3 @@ def render(cmp: Comparison) -> str:
         f"{sum(c.verdict == Verdict.SAME for c in cmp.cases)} same",
     ]
     return "\n".join(lines)
-
-
-# -- the suite's baseline ------------------------------------------------------------------------------------------
-class Baseline:
-    """A baseline run's ok results, for checking each suite case as it finishes (``pytest suite --baseline``)."""
-
-    def __init__(self, run_id: int, frame: pd.DataFrame, tol: Tolerances) -> None:
-        self.run_id = run_id
-        self.tol = tol
-        self.frame = frame
-        self.keys = set(zip(frame["encoding"], frame["task"], frame["eval_length"], strict=True))
-        self.config_hashes = set(frame["config_hash"])
-
-    @classmethod
-    def load(cls, url: str, run_id: int, tol: Tolerances) -> Baseline:
-        return cls(run_id, load(url, run_id), tol)
-
-    def check_compatible(self, configs: dict[tuple[str, str], tuple[str, dict[str, Any]]]) -> None:
-        """``configs``: (encoding, task) -> (config hash, config) of the selected cases. Raises CompareError when
-        the baseline has no case in common or none of the same config."""
-        models = {(e, t) for e, t, _ in self.keys}
-        common = sorted(models & set(configs))
-        if not common:
-            raise CompareError(f"baseline run {self.run_id} has no case in common with the selected encodings/tasks")
-        if not any(configs[m][0] in self.config_hashes for m in common):
-            enc, task = common[0]
-            rows = self.frame[(self.frame["encoding"] == enc) & (self.frame["task"] == task)]
-            diff = config_difference(rows.iloc[0]["config"], configs[(enc, task)][1])
-            raise CompareError(
-                f"baseline run {self.run_id} is from an incompatible config (e.g. {enc}-{task}: "
-                f"{'; '.join(diff[:3]) or 'config hash differs'}); bless a new baseline or pick another run"
-            )
-
-    def check(self, record: ResultRecord) -> Regression | None:
-        """The :class:`Regression` when ``record`` got worse than the baseline beyond the tolerance, else None."""
-        f = self.frame
-        same = (f["encoding"] == record.encoding) & (f["task"] == record.task)
-        same &= (f["eval_length"] == record.eval_length) & (f["config_hash"] == record.config_hash)
-        rows = f[same]
-        values = rows[rows["status"] == ResultStatus.OK]
-        values = values[values["score"].notna()]
-        if values.empty or record.status != ResultStatus.OK or record.score is None:
-            return None
-        same_seed = values[values["seed"] == record.seed]
-        ref = float(same_seed["score"].iloc[-1]) if not same_seed.empty else float(values["score"].mean())
-        metric = metrics.of_result(record.metric, record.higher_is_better)
-        x = float(record.score)
-        limit = threshold(metric, ref, self.tol)
-        drop = -metric.gain(ref, x)
-        if drop <= limit:
-            return None
-        all_scores = values["score"].astype(float)
-        worst = float(all_scores.min() if metric.higher_is_better else all_scores.max())
-        if len(all_scores) > 1 and metric.gain(worst, x) >= 0:
-            return None  # within the spread of the baseline's seeds
-        spread = estimate(all_scores.tolist()) if len(all_scores) > 1 else None
-        return Regression(
-            case_id=record.case_id, seed=record.seed, run_id=self.run_id, metric=record.metric, value=x,
-            reference=ref, same_seed=not same_seed.empty, drop=drop, tolerance=self.tol.describe(metric),
-            baseline=_est(spread), worst=worst if spread is not None else None,
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Regression:
-    """A suite case that regressed against the baseline run: the numbers, and :attr:`message` for people."""
-
-    case_id: str
-    seed: int
-    run_id: int
-    metric: str
-    value: float
-    reference: float
-    same_seed: bool
-    """Whether ``reference`` is the baseline's result of the same seed (else the mean of its other seeds)."""
-    drop: float
-    tolerance: str
-    baseline: dict[str, Any] | None = None
-    """Mean and interval over the baseline's seeds (with several seeds)."""
-    worst: float | None = None
-
-    @property
-    def message(self) -> str:
-        seed_note = f"seed {self.seed}" if self.same_seed else "baseline mean of other seeds"
-        spread = ""
-        if self.baseline is not None:
-            b = self.baseline
-            spread = (
-                f"; baseline over {b['n']} seeds: mean {b['mean']:.4f} [{b['low']:.4f}, {b['high']:.4f}], "
-                f"worst {self.worst:.4f}"
-            )
-        return (
-            f"{self.case_id} (seed {self.seed}) regressed against baseline run {self.run_id}: {self.metric} "
-            f"{self.value:.4f} vs {self.reference:.4f} ({seed_note}), worse by {self.drop:.4f} > tolerance "
-            f"{self.tolerance}{spread}"
-        )
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> Regression:
-        return cls(**json.loads(text))

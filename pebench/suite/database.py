@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pebench.analysis import lr
-from pebench.analysis.compare import Baseline
+from pebench.analysis.baseline import Baseline
 from pebench.case import Case
 from pebench.errors import DatabaseError, PebenchError
 from pebench.hashing import config_hash

@@ -14,7 +14,7 @@ for writing only in a session that runs cases, and disposed however the session 
 Regression options: ``--reuse`` gives the runner a :class:`~pebench.store.reuse.ReuseLookup`; ``--baseline
 previous|RUN_ID`` is resolved once, in the controller, before any training (``previous``: the newest run already in
 the database, i.e. the one before this session's), handed to xdist workers through ``workerinput``, and every
-process checks each case as it finishes (:class:`pebench.analysis.compare.Baseline`); ``--deterministic`` turns on
+process checks each case as it finishes (:class:`pebench.analysis.baseline.Baseline`); ``--deterministic`` turns on
 :func:`torch.use_deterministic_algorithms` (and sets ``CUBLAS_WORKSPACE_CONFIG``): on CPU the suite is
 deterministic without it, on CUDA some kernels use atomic adds. The flag is recorded in the run's options.
 """
@@ -31,7 +31,7 @@ import torch
 
 from pebench import encodings, plugins, tasks
 from pebench.analysis import lr
-from pebench.analysis.compare import Baseline
+from pebench.analysis.baseline import Baseline
 from pebench.case import Case
 from pebench.engine.device import pick_device
 from pebench.engine.runner import Runner
@@ -436,5 +436,5 @@ def pebench_seeds(pytestconfig: pytest.Config) -> AdaptiveSeeds | None:
 
 @pytest.fixture(scope="session")
 def pebench_baseline(pytestconfig: pytest.Config) -> Baseline | None:
-    """The :class:`pebench.analysis.compare.Baseline` of ``--baseline`` (None without it)."""
+    """The :class:`pebench.analysis.baseline.Baseline` of ``--baseline`` (None without it)."""
     return pytestconfig.stash[STATE].baseline

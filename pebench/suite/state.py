@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pebench.analysis.compare import Baseline
+from pebench.analysis.baseline import Baseline
 from pebench.engine.runner import Runner
 from pebench.engine.settings import Settings
 from pebench.metrics import Tolerances

@@ -1,7 +1,7 @@
 """The suite's reporting process (the controller under pytest-xdist, or the only process): it writes each case's
 record to the database as its test report arrives, finishes the run, renders ``--report``, and prints the summary
 with the reused results and the baseline regressions, which cases hand over as structured verdicts
-(:class:`pebench.analysis.compare.Regression`) in the test report, never as text to search.
+(:class:`pebench.analysis.baseline.Regression`) in the test report, never as text to search.
 
 A result that cannot be written is never a passed case: the record is written before any other plugin sees the
 report, and when the write fails the report becomes a failure with one line saying why (:meth:`ResultWriter.
@@ -20,7 +20,7 @@ import torch
 from sqlalchemy.exc import SQLAlchemyError
 
 from pebench.analysis import lr
-from pebench.analysis.compare import Regression
+from pebench.analysis.baseline import Regression
 from pebench.case import Case, point_of
 from pebench.engine.device import pick_device
 from pebench.engine.settings import dests

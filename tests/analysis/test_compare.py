@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pebench import store as db
-from pebench.analysis.compare import Baseline, CompareError, Regression, Tolerances, compare_runs, verdict
+from pebench.analysis.baseline import Baseline, Regression
+from pebench.analysis.compare import CompareError, Tolerances, compare_runs, verdict
 from pebench.analysis.stats import Estimate
 from pebench.cli import main
 from pebench.store.load import load

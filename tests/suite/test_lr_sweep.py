@@ -108,6 +108,23 @@ def test_the_default_protocol_is_each_cell_at_the_better_of_two_rates(run_suite,
     assert build_context(url, 1)["lr_protocol"]["rates"] == "0.001,0.003"
 
 
+def test_compare_says_the_protocol_of_its_runs(run_suite, tiny, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    common = ("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache", "--db", url)
+    for _ in range(2):
+        assert run_suite(*common, lr_protocol=True).returncode == 0
+    capsys.readouterr()
+    assert main(["compare", "1", "2", "--db", url]) in (0, 1)  # 1: the speed of a 4-step model is noise
+    out = capsys.readouterr().out
+    assert "protocol: the best learning rate of 0.001,0.003 per cell (each rate's cells compared as their own" in out
+    # each rate is its own case and its own model's speed, never one rate standing for both
+    assert "rope-k_back-L64-lr0.001" in out and "rope-k_back-L64-lr0.003" in out
+    assert "rope-k_back-lr0.001 " in out and "rope-k_back-lr0.003 " in out and "0 improved, 2 same" in out
+    assert "0 accuracy regression(s)" in out  # the same seed on CPU: the identical scores
+    assert main(["compare", "1", "2", "--db", url, "--json"]) in (0, 1)
+    assert '"protocol": "the best learning rate of 0.001,0.003 per cell' in capsys.readouterr().out
+
+
 def test_the_protocol_of_a_stored_run_and_of_a_command():
     assert protocol({"lr_sweep": None}) is None and protocol({}) is None
     assert protocol({"lr_sweep": ""}) == LEGACY_GRID == "0.001,0.003,0.01"  # stored before the default protocol
