@@ -218,7 +218,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     from pebench.store.merge import merge
 
-    info = merge(args.parts, args.output)
+    info = merge(args.parts, args.output, args.slim)
     shards = ", ".join(str(p["shard"] or "-") for p in info.parts)
     print(f"merged {len(info.parts)} part(s) (shards {shards}) into run {info.run_id} of {info.output}: "
           f"{info.n_results} results")  # fmt: skip
@@ -397,6 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("parts", nargs="+", metavar="PART", help="results database of one part, or DB::RUN")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="database to write the merged run to")
+    p.add_argument("--slim", action="store_true", help="to ship: drop attention snapshots, keep each model's learning "
+                   "curve once (at the training length), thinned to at most 10 points with the last validated one")
     p.set_defaults(func=_merge)
 
     p = sub.add_parser(

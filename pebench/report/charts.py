@@ -131,10 +131,12 @@ def validation_curves(
 
 def curves(engine: Any, sel: pd.DataFrame, keys: Mapping[tuple[str, int], tuple[str, str]]) -> dict:
     """Column of :data:`CURVE_COLUMNS` -> task key -> encoding -> [(step, mean over seeds)] from one result per
-    trained model (a step enters a line only where the value is finite)."""
+    trained model, the one at its training length where there is one (a ``--slim`` merge keeps the curve there
+    only); a step enters a line only where the value is finite."""
     if sel.empty:
         return {}
-    reps = sel.sort_values("id").drop_duplicates(["task", "train_length", "encoding", "seed", "config_hash"])
+    first = sel.assign(_other=sel["eval_length"] != sel["train_length"]).sort_values(["_other", "id"])
+    reps = first.drop_duplicates(["task", "train_length", "encoding", "seed", "config_hash"])  # the training length's
     owner = {int(r.id): (keys[(r.task, int(r.train_length))][0], r.encoding) for r in reps.itertuples()}
     points: dict[str, dict[tuple[str, str], dict[int, list[float]]]] = {
         c: defaultdict(lambda: defaultdict(list)) for c in CURVE_COLUMNS

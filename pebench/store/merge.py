@@ -17,6 +17,11 @@ Refused with a one-line error, writing nothing:
 * a case (encoding, task, train length, evaluation length, seed, config hash) present in two parts -- overlapping
   shards, or a part given twice;
 * a part already merged into ``OUT`` (merging twice), and a part that is itself a merged run.
+
+``--slim`` (:func:`slim`) keeps the merged run small enough to ship, as the reference results do: it drops the
+attention snapshots and keeps each trained model's learning curve once, on its result at the training length (the one
+the report's curves and the learning-rate choice read), thinned to at most :data:`SLIM_POINTS` points that always
+include the last validated one. The run's ``options["slim"]`` says what was dropped.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ IGNORED_OPTIONS = ("shard", "numprocesses", "baseline", "baseline_run", "merged_
 """Run options that may differ between the parts of one run."""
 SAME_PROVENANCE = ("package_version", "torch_version", "git_commit", "git_dirty", "tier")
 CASE_KEY = ("encoding", "task", "train_length", "eval_length", "seed", "config_hash")
+SLIM_POINTS = 10
+SLIM_NOTE = (f"attention snapshots dropped; each model's learning curve kept once (its training-length result), "
+             f"thinned to at most {SLIM_POINTS} points with the last validated one")  # fmt: skip
 
 
 class MergeError(PebenchError):
@@ -129,6 +137,30 @@ def check_parts(parts: Sequence[Part]) -> None:
             seen[key] = part.spec
 
 
+def thin(points: Sequence[dict[str, Any]], most: int = SLIM_POINTS) -> list[dict[str, Any]]:
+    """At most ``most`` of a curve's ``points`` (in step order), evenly spaced, always with the last point and the
+    last one with a validation value (which the learning-rate choice reads)."""
+    if len(points) <= most:
+        return list(points)
+    validated = [i for i, p in enumerate(points) if p.get("val_1x") is not None]
+    must = {len(points) - 1, *validated[-1:]}
+    stride = -(-len(points) // (most - len(must)))
+    keep = sorted(must | set(range(len(points) - 1 - stride, -1, -stride)[: most - len(must)]))
+    return [points[i] for i in keep]
+
+
+def slim(part: Part) -> None:
+    """Drop ``part``'s attention snapshots and keep each model's curve once, on the result at its training length
+    (else its first result), thinned by :func:`thin`."""
+    owner: dict[tuple[Any, ...], int] = {}
+    for r in sorted(part.results, key=lambda r: (r["eval_length"] != r["train_length"], r["id"])):
+        owner.setdefault(tuple(r[k] for k in ("encoding", "task", "train_length", "seed", "config_hash")), r["id"])
+    part.curves = {rid: thin(part.curves.get(rid, [])) for rid in owner.values()}
+    for r in part.results:
+        if isinstance(r["metrics"], dict) and "attention" in r["metrics"]:
+            r["metrics"] = {k: v for k, v in r["metrics"].items() if k != "attention"}
+
+
 def _already_merged(engine: Any, parts: Sequence[Part]) -> None:
     with Session(engine) as s:
         for run_id, options in s.execute(select(Run.id, Run.options)):
@@ -156,10 +188,13 @@ def _existing_origins(session: Session, copies: list[dict[str, Any]]) -> dict[in
     return found
 
 
-def merge(specs: Sequence[str], output: str) -> MergeInfo:
-    """Merge the parts ``specs`` into one new run of ``output`` (see the module docstring)."""
+def merge(specs: Sequence[str], output: str, slim_parts: bool = False) -> MergeInfo:
+    """Merge the parts ``specs`` into one new run of ``output`` (see the module docstring); ``slim_parts``: each
+    part through :func:`slim` first."""
     parts = [read_part(spec) for spec in specs]
     check_parts(parts)
+    for part in parts if slim_parts else []:
+        slim(part)
     out_url = _url(output)
     engine = open_db(out_url)
     try:
@@ -176,8 +211,9 @@ def merge(specs: Sequence[str], output: str) -> MergeInfo:
             host=", ".join(dict.fromkeys(r["host"] for r in runs))[:255],
             python_version=", ".join(dict.fromkeys(r["python_version"] for r in runs))[:32],
             platform=", ".join(dict.fromkeys(r["platform"] or "" for r in runs))[:255],
-            options={**_options(parts[0]), "shard": None, "merged_from": [p.fingerprint for p in parts]},
-            command=mask_secrets("pebench merge " + " ".join(specs) + f" -o {output}"),
+            options={**_options(parts[0]), "shard": None, "merged_from": [p.fingerprint for p in parts],
+                     **({"slim": SLIM_NOTE} if slim_parts else {})},
+            command=mask_secrets("pebench merge " + " ".join(specs) + f" -o {output}" + " --slim" * slim_parts),
             schema_version=runs[0]["schema_version"],
         )
         with session_scope(engine) as s:
