@@ -1,0 +1,73 @@
+"""Copy the live result databases into the repository (SQLite's online backup: consistent while being written); the
+reference's parts are saved slim (as ``pebench merge --slim`` keeps them)."""
+
+import json
+import sqlite3
+from pathlib import Path
+
+from pebench.store.merge import thin
+
+REPO = Path("/work/main")
+PAIRS = {
+    "/work/lrdata/a.db": "docs/data/lr_sweep/a.db",
+    "/work/lrdata/b.db": "docs/data/lr_sweep/b.db",
+    "/work/lrdata/c.db": "docs/data/lr_sweep/c.db",
+    "/work/lrdata/d.db": "docs/data/lr_sweep/d.db",
+    "/work/lrdata/field2026.db": "docs/data/field2026.db",
+    "/work/lrdata/core32.db": "docs/data/core_issue32.db",
+    "/work/lrdata/core32b.db": "docs/data/core_issue32b.db",
+    "/work/lrdata/core32c.db": "docs/data/core_issue32c.db",
+}
+
+
+def slim_copy(path: Path) -> None:
+    """A reference part as ``pebench merge --slim`` would keep it (attention dropped, each model's curve once at its
+    training length, thinned), so that the git history does not grow by the full curves at each save; still a valid
+    part for ``pebench merge``."""
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT id, encoding, task, train_length, eval_length, seed, config_hash, metrics "
+                      "FROM results").fetchall()  # fmt: skip
+    owner: dict[tuple, int] = {}
+    for r in sorted(rows, key=lambda r: (r[4] != r[3], r[0])):
+        owner.setdefault((r[1], r[2], r[3], r[5], r[6]), r[0])
+    keep_ids = set(owner.values())
+    for r in rows:
+        m = json.loads(r[7]) if r[7] else None
+        if isinstance(m, dict) and "attention" in m:
+            m.pop("attention")
+            db.execute("UPDATE results SET metrics=? WHERE id=?", (json.dumps(m), r[0]))
+    cols = [c[1] for c in db.execute("PRAGMA table_info(curve_points)")]
+    for rid in {r[0] for r in rows}:
+        query = "SELECT * FROM curve_points WHERE result_id=? ORDER BY step"
+        pts = [dict(zip(cols, p, strict=True)) for p in db.execute(query, (rid,))]
+        kept = {p["id"] for p in thin(pts)} if rid in keep_ids else set()
+        db.executemany("DELETE FROM curve_points WHERE id=?", [(p["id"],) for p in pts if p["id"] not in kept])
+    db.commit()
+    db.execute("VACUUM")
+    db.close()
+
+
+def main() -> None:
+    pairs = dict(PAIRS)
+    for part in sorted(Path("/work/lrdata/ref").glob("*.db")):  # the reference's shards (issue 29), until merged
+        pairs[str(part)] = f"docs/data/reference_parts/{part.name}"
+    for src, dst in pairs.items():
+        if not Path(src).exists():
+            continue
+        out = REPO / dst
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        s, d = sqlite3.connect(f"file:{src}?mode=ro", uri=True), sqlite3.connect(tmp)
+        s.backup(d)
+        d.execute("PRAGMA journal_mode=DELETE")
+        d.commit()
+        d.close()
+        s.close()
+        if "reference_parts" in dst:
+            slim_copy(tmp)
+        tmp.replace(out)
+        print(dst, out.stat().st_size)
+
+
+if __name__ == "__main__":
+    main()
