@@ -25,11 +25,11 @@ def slim_copy(path: Path) -> None:
     training length, thinned), so that the git history does not grow by the full curves at each save; still a valid
     part for ``pebench merge``."""
     db = sqlite3.connect(path)
-    rows = db.execute("SELECT id, encoding, task, train_length, eval_length, seed, config_hash, metrics "
+    rows = db.execute("SELECT id, encoding, task, train_length, eval_length, seed, config_hash, metrics, run_id "
                       "FROM results").fetchall()  # fmt: skip
-    owner: dict[tuple, int] = {}
+    owner: dict[tuple, int] = {}  # per run: a resumed shard's newest run holds copies of the earlier run's results
     for r in sorted(rows, key=lambda r: (r[4] != r[3], r[0])):
-        owner.setdefault((r[1], r[2], r[3], r[5], r[6]), r[0])
+        owner.setdefault((r[8], r[1], r[2], r[3], r[5], r[6]), r[0])
     keep_ids = set(owner.values())
     for r in rows:
         m = json.loads(r[7]) if r[7] else None
