@@ -189,11 +189,13 @@ def table(tasks: Sequence[TaskSides], base: float = BASE, halving: Sequence[Halv
     cells = same = cols = cols_same = 0
     time_one = time_all = 0.0
     changed: list[str] = []
+    unchosen: list[str] = []  # cells whose results have no validation curve: no rate can be chosen
     chosen_count: Counter[str] = Counter()
     for t in tasks:
         one_v, one_w = noise.cell_verdicts(t.one, t.train_length, t.sigma)
         best_v, best_w = noise.cell_verdicts(t.best, t.train_length, t.sigma)
-        v_text = ", ".join(f"{e} {one_v[e]}" + ("" if best_v.get(e) == one_v[e] else f" -> **{best_v.get(e)}**")
+        v_text = ", ".join(f"{e} {one_v[e]}" + ("" if best_v.get(e) == one_v[e] else f" -> **{best_v[e]}**"
+                                                 if e in best_v else " -> no rate chosen")
                            for e in one_v)  # fmt: skip
         w_text = ", ".join(f"{L}: {one_w[L] or 'tie'}" + ("" if best_w.get(L) == one_w[L]
                                                            else f" -> **{best_w.get(L) or 'tie'}**")
@@ -203,9 +205,11 @@ def table(tasks: Sequence[TaskSides], base: float = BASE, halving: Sequence[Halv
         seeds_n = len({s for e in t.one.values() for by in e.values() for s in by})
         lines.append(f"| {t.task} | {seeds_n} | {v_text} | {r_text} | {w_text} | {t.time_one / 60:.0f} min, "
                      f"{t.time_all / 60:.0f} min |")  # fmt: skip
-        cells += len(one_v)
+        unchosen += [f"{e} on {t.task}" for e in one_v if e not in best_v]
+        cells += sum(e in best_v for e in one_v)
         same += sum(best_v.get(e) == one_v[e] for e in one_v)
-        changed += [f"{e} on {t.task} ({one_v[e]} -> {best_v.get(e)})" for e in one_v if best_v.get(e) != one_v[e]]
+        changed += [f"{e} on {t.task} ({one_v[e]} -> {best_v[e]})" for e in one_v
+                    if e in best_v and best_v[e] != one_v[e]]  # fmt: skip
         cols += len(one_w)
         cols_same += sum(best_w.get(L) == one_w[L] for L in one_w)
         time_one += t.time_one
@@ -219,6 +223,9 @@ def table(tasks: Sequence[TaskSides], base: float = BASE, halving: Sequence[Halv
                      + f". Training time: {base:g} alone {time_one / 3600:.1f} h, the sweep {time_all / 3600:.1f} h"
                      f" ({time_all / max(time_one, 1e-9):.1f}x)."
                      + (f" Changed: {'; '.join(changed)}." if changed else ""))  # fmt: skip
+    if unchosen:
+        lines.append(f"\nNo rate chosen, left out of every count: {', '.join(unchosen)} (their results have no "
+                     "validation curve).")  # fmt: skip
     return "\n".join(lines + fixed_rate_lines(tasks) + halving_lines(tasks, halving))
 
 
@@ -234,9 +241,9 @@ def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
         for p, per in t.at.items():
             at_v, _ = noise.cell_verdicts(per, t.train_length, t.sigma)
             count[p][0] += sum(at_v[e] == best_v.get(e) for e in at_v)
-            count[p][1] += len(at_v)
-            missed[p] += [f"{e} on {t.task} ({at_v[e]} -> {best_v.get(e)})" for e in sorted(at_v)
-                          if at_v[e] != best_v.get(e)]
+            count[p][1] += sum(e in best_v for e in at_v)
+            missed[p] += [f"{e} on {t.task} ({at_v[e]} -> {best_v[e]})" for e in sorted(at_v)
+                          if e in best_v and at_v[e] != best_v[e]]
     parts = [f"{p.removeprefix('lr')} {same} of {total}" for p, (same, total) in count.items()]
     if not parts:
         return []

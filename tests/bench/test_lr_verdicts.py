@@ -55,6 +55,14 @@ def test_each_cell_is_compared_at_the_shared_rate_and_at_the_rate_validation_cho
     assert "Every encoding at one rate, cells with their best-rate verdict: 0.003 1 of 2, 0.01 2 of 2." in text
     assert "Missed at 0.003: rope on no_such_task_for_spread (not learned -> learned)." in text
     assert "Missed at 0.01" not in text
+    # a cell whose results have no validation curve (a part saved without them): no rate chosen, said, left out of
+    # every count rather than counted as a changed verdict
+    no_curve = {k: v for k, v in validation.items() if not df.loc[k, "case_id"].startswith("rope")}
+    (t,) = lr_verdicts.sides(df, no_curve)
+    text = lr_verdicts.table([t])
+    assert "rope not learned -> no rate chosen" in text and "1 of 1 cells keep their verdict" in text
+    assert "No rate chosen, left out of every count: rope on no_such_task_for_spread" in text
+    assert "Changed" not in text and "0.003 1 of 1, 0.01 1 of 1." in text  # alibi only, learned at both
 
 
 def test_halving_is_compared_with_the_full_sweep_on_the_cells_both_ran():
