@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,9 @@ MARKERS = ("full: cases of the full tier (run with -m full or --tier full)",
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    # pytest-benchmark warns at start-up under -n N that its benchmarks are off; the suite times training itself and
+    # shows pytest-benchmark's table only with --timing-table, so the warning is noise at the top of every -n run
+    warnings.filterwarnings("ignore", message="Benchmarks are automatically disabled because xdist plugin is active")
     add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, dests("suite"))
     parser.addini(INI_OPTION, "plugins to import, as --plugin (paths relative to this file)", type="args", default=[])
     add_flags(parser.getgroup("pebench-regression", "pebench regression runs").addoption, dests("regression"),
