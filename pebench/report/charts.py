@@ -13,7 +13,7 @@ from pebench.analysis.scoring import finite
 from pebench.report import families, svg
 from pebench.report.colors import cmap_hex
 from pebench.report.views import Assembled, TaskView
-from pebench.store.load import curve_points
+from pebench.store.load import MODEL_KEY, curve_owners, curve_points
 
 PANEL_W, PANEL_H = 330, 220
 
@@ -135,8 +135,8 @@ def curves(engine: Any, sel: pd.DataFrame, keys: Mapping[tuple[str, int], tuple[
     only); a step enters a line only where the value is finite."""
     if sel.empty:
         return {}
-    first = sel.assign(_other=sel["eval_length"] != sel["train_length"]).sort_values(["_other", "id"])
-    reps = first.drop_duplicates(["task", "train_length", "encoding", "seed", "config_hash"])  # the training length's
+    cols = ["id", "eval_length", *MODEL_KEY]
+    reps = sel[sel["id"].isin(set(curve_owners(sel[cols].to_dict("records")).values()))]
     owner = {int(r.id): (keys[(r.task, int(r.train_length))][0], r.encoding) for r in reps.itertuples()}
     points: dict[str, dict[tuple[str, str], dict[int, list[float]]]] = {
         c: defaultdict(lambda: defaultdict(list)) for c in CURVE_COLUMNS

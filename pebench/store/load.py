@@ -7,7 +7,7 @@ JSON columns only for the rows it shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pandas as pd
@@ -120,3 +120,16 @@ def curve_points(engine: Engine, result_ids: Iterable[int]
                 CurvePoint.result_id.in_(ids[i : i + CHUNK])
             )
             yield from s.execute(q)
+
+
+MODEL_KEY = ("encoding", "task", "train_length", "seed", "config_hash")
+"""What one trained model's results share (its lengths are its results)."""
+
+
+def curve_owners(results: Iterable[Mapping[str, Any]]) -> dict[tuple[Any, ...], int]:
+    """Per trained model (:data:`MODEL_KEY`), the id of the result that carries its learning curve: the one at the
+    training length, else its first (the curve ``pebench merge --slim`` keeps and the page draws)."""
+    owner: dict[tuple[Any, ...], int] = {}
+    for r in sorted(results, key=lambda r: (r["eval_length"] != r["train_length"], r["id"])):
+        owner.setdefault(tuple(r[k] for k in MODEL_KEY), int(r["id"]))
+    return owner

@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from pebench.errors import PebenchError
 from pebench.status import RunStatus
 from pebench.store.database import mask_secrets, open_db, resolve_run_id, session_scope
+from pebench.store.load import curve_owners
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result, Run
 
 IGNORED_OPTIONS = ("shard", "numprocesses", "baseline", "baseline_run", "merged_from")
@@ -152,10 +153,7 @@ def thin(points: Sequence[dict[str, Any]], most: int = SLIM_POINTS) -> list[dict
 def slim(part: Part) -> None:
     """Drop ``part``'s attention snapshots and keep each model's curve once, on the result at its training length
     (else its first result), thinned by :func:`thin`."""
-    owner: dict[tuple[Any, ...], int] = {}
-    for r in sorted(part.results, key=lambda r: (r["eval_length"] != r["train_length"], r["id"])):
-        owner.setdefault(tuple(r[k] for k in ("encoding", "task", "train_length", "seed", "config_hash")), r["id"])
-    part.curves = {rid: thin(part.curves.get(rid, [])) for rid in owner.values()}
+    part.curves = {rid: thin(part.curves.get(rid, [])) for rid in curve_owners(part.results).values()}
     for r in part.results:
         if isinstance(r["metrics"], dict) and "attention" in r["metrics"]:
             r["metrics"] = {k: v for k, v in r["metrics"].items() if k != "attention"}

@@ -5,6 +5,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from pebench.store.load import curve_owners
 from pebench.store.merge import thin
 
 REPO = Path("/work/main")
@@ -27,10 +28,10 @@ def slim_copy(path: Path) -> None:
     db = sqlite3.connect(path)
     rows = db.execute("SELECT id, encoding, task, train_length, eval_length, seed, config_hash, metrics, run_id "
                       "FROM results").fetchall()  # fmt: skip
-    owner: dict[tuple, int] = {}  # per run: a resumed shard's newest run holds copies of the earlier run's results
-    for r in sorted(rows, key=lambda r: (r[4] != r[3], r[0])):
-        owner.setdefault((r[8], r[1], r[2], r[3], r[5], r[6]), r[0])
-    keep_ids = set(owner.values())
+    names = ("id", "encoding", "task", "train_length", "eval_length", "seed", "config_hash")
+    keep_ids: set[int] = set()  # per run: a resumed shard's newest run holds copies of the earlier run's results
+    for run in {r[8] for r in rows}:
+        keep_ids |= set(curve_owners([dict(zip(names, r[:7], strict=True)) for r in rows if r[8] == run]).values())
     for r in rows:
         m = json.loads(r[7]) if r[7] else None
         if isinstance(m, dict) and "attention" in m:
