@@ -87,19 +87,27 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def spread_data(path: Path | None = None) -> dict[str, Any]:
-    """The shipped seed-spread data: ``{"provenance": {"what", "regenerate"}, "tasks": {task: {"sigma", "protocol",
-    ..., "provenance": {run, commit, device, ...}}}}`` (each task: the provenance of the run that measured it)."""
+    """The shipped seed-spread data: ``{"provenance": {"what", "regenerate"}, "tasks": {task: [{"sigma", "protocol",
+    ..., "provenance": {run, commit, device, ...}}, ...]}}``: per task one entry per protocol it was measured at (the
+    one-rate protocol of the nightly and the default learning-rate protocol of the reference differ), each with the
+    provenance of the run that measured it. A task may also map to one entry (the format before 2026-11-26)."""
     return _load(str(path or SPREAD_FILE))
+
+
+def task_entries(task: str, data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The measured spread entries of ``task`` in ``data`` (default: the shipped data), one per protocol."""
+    entry = (data or spread_data())["tasks"].get(task)
+    return [] if entry is None else [entry] if isinstance(entry, Mapping) else list(entry)
 
 
 def task_sigma(task: str, config: Mapping[str, Any] | None, data: Mapping[str, Any] | None = None,
                lr_grid: str | None = None) -> float | None:  # fmt: skip
     """The measured seed-to-seed sigma of ``task``, if it was measured with ``config``'s protocol (with ``lr_grid``:
     a cell of that learning-rate protocol, :func:`protocol_hash`), else None."""
-    entry = (data or spread_data())["tasks"].get(task)
-    if entry is None or not isinstance(config, Mapping) or entry.get("protocol") != protocol_hash(config, lr_grid):
+    if not isinstance(config, Mapping):
         return None
-    return float(entry["sigma"])
+    protocol = protocol_hash(config, lr_grid)
+    return next((float(e["sigma"]) for e in task_entries(task, data) if e.get("protocol") == protocol), None)
 
 
 def beyond_noise(a: Sequence[float], b: Sequence[float], sigma: float | None) -> bool:

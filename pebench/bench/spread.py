@@ -17,12 +17,15 @@ def shipped_spread_command() -> str:
     return json.loads(path.read_text())["provenance"]["regenerate"] if path.is_file() else "(no shipped data)"
 
 
-def spread_command(tasks: str) -> str:
-    """The commands that measure the seed spread of ``tasks`` (comma-separated) and merge it into the shipped data."""
+def spread_command(tasks: str, lr_grid: str | None = None) -> str:
+    """The commands that measure the seed spread of ``tasks`` (comma-separated) and merge it into the shipped data:
+    at one learning rate (``--lr-sweep off``, the nightly's protocol), or with ``lr_grid`` at that learning-rate
+    protocol (the default grid needs no flag)."""
+    from pebench.analysis import lr
     from pebench.bench.tasks import CORE_ENCODINGS
 
-    # one learning rate: the spread shipped is that protocol's (3e-3; docs/defaults.md)
-    return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks} --seeds 3 --lr-sweep off "
+    flag = "--lr-sweep off " if lr_grid is None else "" if lr_grid == lr.grid_text("") else f"--lr-sweep {lr_grid} "
+    return (f"pytest suite --encoding {','.join(CORE_ENCODINGS)} --task {tasks} --seeds 3 {flag}"
             "--db sqlite:///spread.db && pebench seed-spread --db sqlite:///spread.db "
             "-o pebench/data/seed_spread.json")  # fmt: skip
 
@@ -64,7 +67,7 @@ def seed_spread_from_verdicts(directory: str, output: str | None) -> int:
     file."""
     import datetime as dt
 
-    from pebench.analysis.noise import measure_spread, spread_table
+    from pebench.analysis.noise import measure_spread, spread_table, task_entries
 
     paths = sorted(Path(directory).glob("*.json"))
     if not paths:
@@ -78,8 +81,8 @@ def seed_spread_from_verdicts(directory: str, output: str | None) -> int:
     if stale:
         print("left out (stale): " + ", ".join(stale))
     if output:
-        previous = json.loads(Path(output).read_text()).get("tasks", {}) if Path(output).is_file() else {}
-        kept = [t for t in tasks if t in previous and previous[t].get("protocol") == tasks[t]["protocol"]]
+        previous = json.loads(Path(output).read_text()) if Path(output).is_file() else {"tasks": {}}
+        kept = [t for t in tasks if any(e.get("protocol") == tasks[t]["protocol"] for e in task_entries(t, previous))]
         flat = [t for t in tasks if tasks[t]["sigma"] == 0]
         tasks = {t: e for t, e in tasks.items() if t not in kept and t not in flat}
         if kept:
@@ -96,18 +99,27 @@ def seed_spread_from_verdicts(directory: str, output: str | None) -> int:
 
 
 def _merge(out: Path, measured: dict[str, Any]) -> None:
-    """Write ``measured`` (task -> entry with its provenance) into the spread file ``out``: the measured tasks
-    replace their entries, the others stay."""
-    previous = json.loads(out.read_text()) if out.is_file() else {}
+    """Write ``measured`` (task -> entry with its provenance) into the spread file ``out``, which holds per task one
+    entry per protocol: a measured entry replaces the task's entry of the same protocol; the task's entries of other
+    protocols and the other tasks stay."""
+    from pebench.analysis.noise import task_entries
+
+    previous = json.loads(out.read_text()) if out.is_file() else {"tasks": {}}
     old_prov = {k: v for k, v in previous.get("provenance", {}).items() if k != "what"}  # a file-level one
-    kept = {name: {**entry, "provenance": entry.get("provenance") or old_prov}
-            for name, entry in previous.get("tasks", {}).items() if name not in measured}  # fmt: skip
-    merged = dict(sorted({**kept, **measured}.items()))
-    from_runs = [t for t, e in merged.items() if "source" not in e["provenance"]]
-    regenerate = spread_command(",".join(from_runs)) if from_runs else "see each task's provenance"
+    merged: dict[str, list[dict[str, Any]]] = {}
+    n_kept = 0
+    for name in sorted({*previous.get("tasks", {}), *measured}):
+        new = measured.get(name)
+        kept = [{**e, "provenance": e.get("provenance") or old_prov} for e in task_entries(name, previous)
+                if new is None or e.get("protocol") != new["protocol"]]  # fmt: skip
+        n_kept += len(kept)
+        merged[name] = sorted(kept + ([new] if new else []), key=lambda e: e.get("lr_grid") or "")
+    one_rate = [t for t, es in merged.items() if any("source" not in e["provenance"] and not e.get("lr_grid")
+                                                      for e in es)]  # fmt: skip
+    regenerate = spread_command(",".join(one_rate)) if one_rate else "see each task's provenance"
     data = {"provenance": {"what": SPREAD_WHAT, "regenerate": regenerate}, "tasks": merged}
     out.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    print(f"wrote {out} ({len(measured)} tasks measured, {len(kept)} kept)")
+    print(f"wrote {out} ({len(measured)} tasks measured, {n_kept} entries kept)")
 
 
 def seed_spread(db_url: str, run: int | str | None, output: str | None) -> int:
@@ -135,14 +147,16 @@ def seed_spread(db_url: str, run: int | str | None, output: str | None) -> int:
             "git_dirty": bool(first["run_git_dirty"]),
             "torch_version": first["run_torch_version"], "device": first["run_device"],
             "measured": f"{first['run_started_at']:%Y-%m-%d}",
-            "written": dt.date.today().isoformat(), "regenerate": spread_command(",".join(sorted(tasks))),
+            "written": dt.date.today().isoformat(), "regenerate": spread_command(",".join(sorted(tasks)), grid),
         }  # fmt: skip
-        _merge(Path(output), {t: {**e, "provenance": provenance} for t, e in tasks.items()})
+        grid_entry = {"lr_grid": grid} if grid is not None else {}  # which protocol, readable without the hash
+        _merge(Path(output), {t: {**e, **grid_entry, "provenance": provenance} for t, e in tasks.items()})
     return 0
 
 
 SPREAD_WHAT = ("seed-to-seed standard deviation of one result's normalised score, pooled over the encodings and "
                "evaluated lengths of each task (pebench/analysis/noise.py); each task's provenance is the run that "
                "measured it, or the stop-verdict file whose budget side it was measured on (source; pebench "
-               "seed-spread --from-verdicts) (pebench seed-spread -o merges: the measured tasks replace their "
-               "entries, the others stay)")
+               "seed-spread --from-verdicts); per task one entry per protocol (lr_grid: the learning-rate protocol's "
+               "rates, absent for one rate) (pebench seed-spread -o merges: a measured entry replaces the task's "
+               "entry of the same protocol, the others stay)")

@@ -63,7 +63,7 @@ def test_the_spread_applies_only_to_the_configuration_it_was_measured_with():
     assert task_sigma("k_back", {**nope, "model": {"d_model": 128, "n_layers": 4}}, data) is None
     shipped = noise.spread_data()
     assert "provenance" in shipped and shipped["provenance"]["regenerate"].startswith("pytest suite")
-    for entry in shipped["tasks"].values():
+    for entry in (e for task in shipped["tasks"] for e in noise.task_entries(task)):
         # 3 normalised scores in about [0, 1] have a standard deviation of at most sqrt(1/3) = 0.577 (0, 1, 1), which
         # a task where a model finds the rule in some seeds only comes close to (parity, ALiBi: 0.48, 1.00, 0.93)
         assert 0 <= entry["sigma"] <= entry["max_sd"] <= 0.6 and entry["seeds"] >= 3
@@ -92,6 +92,9 @@ def test_a_learning_rate_protocol_has_its_own_spread_whatever_rate_a_cell_chose(
     data = {"tasks": {"k_back": {"sigma": 0.04, "protocol": protocol_hash(at[0.001], grid)}}}
     assert task_sigma("k_back", at[0.003], data, lr_grid=grid) == 0.04
     assert task_sigma("k_back", at[0.003], data) is None  # a one-rate run does not borrow it
+    # both protocols measured: each run finds its own (the nightly at one rate, the reference at the grid)
+    data = {"tasks": {"k_back": [{"sigma": 0.02, "protocol": protocol_hash(at[0.003])}, data["tasks"]["k_back"]]}}
+    assert task_sigma("k_back", at[0.003], data, lr_grid=grid) == 0.04 and task_sigma("k_back", at[0.003], data) == 0.02
     rows = [_row("rope", 64, s, v, config=at[lr]) for s, (v, lr) in enumerate([(0.9, 0.001), (0.7, 0.003)])]
     assert measure_spread(pd.DataFrame(rows)) == {}  # two rates: no single protocol without the grid
     assert measure_spread(pd.DataFrame(rows), grid)["k_back"]["protocol"] == protocol_hash(at[0.003], grid)
@@ -132,16 +135,21 @@ def test_seed_spread_command(tmp_path, capsys):
     out = tmp_path / "spread.json"
     assert main(["seed-spread", "--db", url, "-o", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["tasks"]["k_back"]["sigma"] == pytest.approx(0.2) and data["tasks"]["k_back"]["provenance"]["run"] == 1
+    [entry] = data["tasks"]["k_back"]
+    assert entry["sigma"] == pytest.approx(0.2) and entry["provenance"]["run"] == 1 and "lr_grid" not in entry
     assert "--task k_back --seeds 3" in data["provenance"]["regenerate"]  # the file's own tasks, no hand-kept list
-    # writing into an existing file merges: the run's tasks replace their entries, the others keep theirs
-    data["tasks"]["copy"] = {**data["tasks"]["k_back"], "sigma": 0.05, "provenance": {"run": 7}}
-    data["tasks"]["k_back"]["sigma"] = 9.0
+    # writing into an existing file merges: the run's entry replaces the task's entry of its protocol; the task's
+    # entries of other protocols and the other tasks (also in the one-entry format of older files) keep theirs
+    data["tasks"]["copy"] = {**entry, "sigma": 0.05, "provenance": {"run": 7}}
+    other = {**entry, "sigma": 0.07, "protocol": "another", "lr_grid": "0.001,0.003"}
+    data["tasks"]["k_back"] = [{**entry, "sigma": 9.0}, other]
     out.write_text(json.dumps(data))
     assert main(["seed-spread", "--db", url, "-o", str(out)]) == 0
     merged = json.loads(out.read_text())["tasks"]
-    assert merged["k_back"]["sigma"] == pytest.approx(0.2) and merged["copy"] == data["tasks"]["copy"]
-    assert "--task k_back " in merged["k_back"]["provenance"]["regenerate"]
+    assert [e["sigma"] for e in merged["k_back"]] == [pytest.approx(0.2), 0.07] and merged["k_back"][1] == other
+    assert merged["copy"] == [data["tasks"]["copy"]]
+    assert "--task k_back --seeds 3 --lr-sweep off " in merged["k_back"][0]["provenance"]["regenerate"]
+    assert task_sigma("k_back", {}, {"tasks": merged}) is None and noise.task_entries("lm", {"tasks": merged}) == []
     assert "k_back" in capsys.readouterr().out
     engine = store.open_db(url)  # a run of one seed: a one-line error naming the command that measures it
     run = store.start_run(engine, {"package_version": "0", "torch_version": "t", "python_version": "3",
@@ -186,7 +194,7 @@ def test_seed_spread_from_stop_verdict_files(tmp_path, capsys):
     assert "left out (stale): sort (measured at 3 steps, now" in text and "every seed scored alike" in text
     data = json.loads(out.read_text())
     assert sorted(data["tasks"]) == ["k_back"]
-    entry = data["tasks"]["k_back"]
+    [entry] = data["tasks"]["k_back"]
     assert entry["sigma"] == pytest.approx((0.01 / 2) ** 0.5, abs=1e-6) and entry["seeds"] == 3
     assert entry["protocol"] == protocol_hash(runner.describe(Case("alibi", "k_back", 64, 0)))
     assert entry["provenance"]["source"].endswith("k_back.json") and "--from-verdicts" in entry["provenance"][
@@ -196,6 +204,6 @@ def test_seed_spread_from_stop_verdict_files(tmp_path, capsys):
     out.write_text(json.dumps(data))
     assert main(["seed-spread", "--from-verdicts", str(tmp_path / "v"), "-o", str(out)]) == 0
     assert "kept (measured at these defaults already): k_back" in capsys.readouterr().out
-    assert json.loads(out.read_text())["tasks"]["k_back"]["sigma"] == 0.5
+    assert json.loads(out.read_text())["tasks"]["k_back"][0]["sigma"] == 0.5
     assert main(["seed-spread", "--from-verdicts", str(tmp_path / "none")]) == 2  # no files: one line
     assert "pebench bench --stop-verdicts" in capsys.readouterr().err

@@ -198,7 +198,8 @@ def test_the_seed_spread_of_the_default_protocol_is_measured_and_found(run_suite
     assert proc.returncode == 0, proc.output
     out = tmp_path / "spread.json"
     assert main(["seed-spread", "--db", url, "-o", str(out)]) == 0
-    entry = json.loads(out.read_text())["tasks"]["k_back"]
+    [entry] = json.loads(out.read_text())["tasks"]["k_back"]
     config = load(url)["config"].iloc[0]  # either rate: the protocol is the grid
     assert entry["protocol"] == protocol_hash(config, "0.001,0.003") and entry["seeds"] == 2
+    assert entry["lr_grid"] == "0.001,0.003" and "--lr-sweep" not in entry["provenance"]["regenerate"]  # the default
     assert task_sigma("k_back", config, json.loads(out.read_text()), lr_grid="0.001,0.003") == entry["sigma"]
