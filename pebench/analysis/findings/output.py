@@ -94,9 +94,9 @@ def run_findings(db_url: str, run: int | str | None = "latest", point: str | Non
     chosen rate: :func:`pebench.analysis.lr.at_chosen_rates`)."""
     choice = check_run(run)
     df, runs = load_run(db_url, choice)
-    if point is None:
-        try:
-            df = lr.at_chosen_rates(db_url, df)
+    if point is None and any(lr.protocol(o) is not None for o in df.get("run_options", [])):
+        try:  # each cell at its own chosen rate: the rates differ from cell to cell, and are not points to rank
+            return FindingsReport(db_url, choice, runs, evaluate_all(lr.at_chosen_rates(db_url, df)))
         except PebenchError as err:
             raise FindingsError(str(err)) from None
     return FindingsReport(db_url, choice, runs, evaluate_all(one_point(df, point)))
