@@ -115,3 +115,33 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'results.db'}"
     return request.getfixturevalue("postgres").new_database()
+
+
+LR_RUN_CELLS = {("rope", "0.001"): (0.9, 0.99, 0.97), ("rope", "0.003"): (0.5, 0.60, 0.20),
+                ("learned", "0.001"): (0.1, 0.10, 0.05), ("learned", "0.003"): (0.8, 0.95, 0.40)}  # fmt: skip
+"""(encoding, rate) -> validation at the training length, k_back accuracy at 64 and at 128 of :func:`lr_run`."""
+
+
+@pytest.fixture
+def lr_run(tmp_path: Path) -> str:
+    """The URL of a database with one finished run of the default learning-rate protocol (rates 1e-3 and 3e-3) on
+    k_back whose cells choose different rates (:data:`LR_RUN_CELLS`: rope 1e-3, learned 3e-3 by the validation),
+    one model per (encoding, rate) evaluated at 64 and 128, trained 100 s each."""
+    from pebench import store
+
+    url = f"sqlite:///{tmp_path / 'lr_run.db'}"
+    engine = store.open_db(url)
+    run = store.start_run(engine, {"package_version": "0", "torch_version": "t", "python_version": "3",
+                                   "device": "cpu", "host": "h", "options": {"lr_sweep": "0.001,0.003"}})  # fmt: skip
+    for (enc, rate), (val, *scores) in LR_RUN_CELLS.items():
+        for length, score in zip((64, 128), scores, strict=True):
+            curve = [{"step": 10, "loss": 1.0, "accuracy": 0.5, "val_accuracy_1x": val}] if length == 64 else []
+            store.add_result(engine, run, {
+                "case_id": f"{enc}-k_back-L64-lr{rate}", "encoding": enc, "task": "k_back", "train_length": 64,
+                "eval_length": length, "seed": 0, "status": "ok", "score": score, "metric": "accuracy",
+                "higher_is_better": True, "chance_level": 0.02, "encoding_version": "1", "task_version": "1",
+                "config_hash": f"{enc}{rate}", "curve": curve, "train_time_s": 100.0, "model_reused": length != 64,
+                "config": {"model": {"vocab_size": 50}, "train": {"lr": float(rate)}}})  # fmt: skip
+    store.finish_run(engine, run, "finished")
+    engine.dispose()
+    return url

@@ -134,7 +134,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             "title": "pebench leaderboard",
             "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "db_url": safe_url(db_url),
-            "header": header.header_info(sel, run_rows, mode),
+            "header": header.header_info(sel, run_rows, mode, every_point if rates is not None else None),
             "empty": sel.empty,
             "n_runs_in_db": len(runs),
             "reference": None,
@@ -147,7 +147,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
         prev = previous_comparable(df, sel) if choice != "all" else sel.iloc[0:0]
         configs = dict(zip(sel["config_hash"], sel["config"], strict=True))
         prev = prev.assign(config=[configs.get(h, {}) for h in prev["config_hash"]], metrics=[{}] * len(prev))
-        superseded = int(len(df) - len(sel)) if choice == "all" else 0
+        superseded = int(len(df) - len(every_point)) if choice == "all" else 0  # not the rates a cell did not choose
         own, ref_curves = sel, {}
         if reference is not None:
             joined, ref_curves = _reference(reference, sel, rates)

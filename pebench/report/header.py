@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from pebench.case import point_of
 from pebench.status import ResultStatus
 
 MAX_FAILURES_SHOWN = 200
@@ -37,16 +38,20 @@ def _fmt_duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.2f} h"
 
 
-def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
-    """Provenance and size of what the page shows."""
+def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str,
+                trained_rows: pd.DataFrame | None = None) -> dict[str, Any]:  # fmt: skip
+    """Provenance and size of what the page shows (``sel``); the models and training time are those of
+    ``trained_rows`` when given: under the learning-rate protocol every rate's models, of which the page shows each
+    cell's chosen one, since all of them were trained for it."""
     commits = []
     for r in runs:
         c = r.get("git_commit")
         if c:
             commits.append(f"{c[:10]}{' (dirty)' if r.get('git_dirty') else ''}")
     model_key = ["encoding", "task", "train_length", "seed", "config_hash"]
-    trained = sel[~sel["model_reused"].astype(bool)].drop_duplicates(model_key) if not sel.empty else sel
-    models = sel.drop_duplicates(model_key) if not sel.empty else sel
+    every = sel if trained_rows is None else trained_rows
+    trained = every[~every["model_reused"].astype(bool)].drop_duplicates(model_key) if not every.empty else every
+    models = every.drop_duplicates(model_key) if not every.empty else every
     statuses = sel["status"].value_counts().to_dict() if not sel.empty else {}
     starts = [r["started_at"] for r in runs if r.get("started_at") is not None]
     ends = [r["finished_at"] for r in runs if r.get("finished_at") is not None]
@@ -80,7 +85,9 @@ def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str)
         "n_encodings": int(sel["encoding"].nunique()) if not sel.empty else 0,
         "n_tasks": int(sel.groupby(["task", "train_length"]).ngroups) if not sel.empty else 0,
         "n_seeds": int(sel["seed"].nunique()) if not sel.empty else 0,
-        "n_configs": int(sel.groupby(["encoding", "task"])["config_hash"].nunique().max()) if not sel.empty else 0,
+        # per sweep point: the learning-rate protocol's cells differ in rate (and hash) by design
+        "n_configs": int(sel.assign(point=sel["case_id"].map(point_of)).groupby(["encoding", "task", "point"])[
+            "config_hash"].nunique().max()) if not sel.empty else 0,  # fmt: skip
     }
 
 

@@ -259,32 +259,16 @@ def test_every_check_is_listed_in_the_docs():
             assert f"`{c.text()}`" in docs, c.text()
 
 
-def test_a_default_protocol_run_is_checked_with_each_cell_at_its_own_chosen_rate(tmp_path):
+
+def test_a_default_protocol_run_is_checked_with_each_cell_at_its_own_chosen_rate(lr_run):
     """The default protocol trains each cell at two rates and reports the one of the better validation; when cells
-    choose different rates (here rope 1e-3, learned 3e-3) the run holds both rates as sweep points, which are not
-    points to rank one at a time: each cell is checked at its own chosen rate, and ``--point`` still picks one rate."""
-    from pebench import store
+    choose different rates (rope 1e-3, learned 3e-3) the run holds both rates as sweep points, which are not points
+    to rank one at a time: each cell is checked at its own chosen rate, and ``--point`` still picks one rate."""
     from pebench.analysis.findings.output import run_findings
 
-    url = f"sqlite:///{tmp_path / 'r.db'}"
-    engine = store.open_db(url)
-    run = store.start_run(engine, {"package_version": "0", "torch_version": "t", "python_version": "3",
-                                   "device": "cpu", "host": "h", "options": {"lr_sweep": "0.001,0.003"}})  # fmt: skip
-    # (encoding, rate) -> validation at the training length, score at 64 and at 128
-    cells = {("rope", "0.001"): (0.9, 0.99, 0.97), ("rope", "0.003"): (0.5, 0.60, 0.20),
-             ("learned", "0.001"): (0.1, 0.10, 0.05), ("learned", "0.003"): (0.8, 0.95, 0.40)}  # fmt: skip
-    for (enc, rate), (val, *scores) in cells.items():
-        for length, score in zip((64, 128), scores, strict=True):
-            curve = [{"step": 10, "loss": 1.0, "accuracy": 0.5, "val_accuracy_1x": val}] if length == 64 else []
-            fields = {k: v for k, v in row(enc, "k_back", length, score).items() if k != "id"}
-            store.add_result(engine, run, {**fields, "case_id": f"{enc}-k_back-L64-lr{rate}", "encoding_version": "1",
-                                   "task_version": "1", "config_hash": f"{enc}{rate}", "curve": curve,
-                                   "config": {"model": {"vocab_size": 50}, "train": {"lr": float(rate)}}})
-    store.finish_run(engine, run, "finished")
-    engine.dispose()
-    (res,) = [r for r in run_findings(url, 1).results if r.finding is SEED_002]
+    (res,) = [r for r in run_findings(lr_run, 1).results if r.finding is SEED_002]
     rope, learned = res.checks
     assert rope.left.estimate.mean == pytest.approx(0.97) and learned.left.estimate.mean == pytest.approx(0.40)
     assert res.verdict == HOLDS
-    (at_3e3,) = [r for r in run_findings(url, 1, point="lr0.003").results if r.finding is SEED_002]
+    (at_3e3,) = [r for r in run_findings(lr_run, 1, point="lr0.003").results if r.finding is SEED_002]
     assert at_3e3.checks[0].left.estimate.mean == pytest.approx(0.20) and at_3e3.verdict == FAILS

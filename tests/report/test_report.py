@@ -156,6 +156,23 @@ def test_run_selection(db_url):
         build_context(url, 99)
 
 
+
+def test_a_default_protocol_page_counts_every_rate_and_flags_nothing_the_protocol_does_by_design(lr_run, tmp_path):
+    """Cells of the learning-rate protocol chose different rates (rope 1e-3, learned 3e-3): the page shows each at its
+    chosen rate, counts the models of every rate as trained for it, and neither calls the unchosen rates superseded
+    nor the chosen rates' different config hashes several configurations of one pair."""
+    for run in ("all", "1"):
+        ctx = build_context(lr_run, run)
+        h = ctx["header"]
+        assert ctx["superseded"] == 0 and h["n_configs"] == 1, run
+        assert h["n_cases"] == 4 and h["n_models"] == 4 and h["n_trained"] == 4 and h["all_train_time"] == "6.7 min"
+        assert ctx["lr_protocol"]["rates"] == "0.001,0.003"
+    page = tmp_path / "p.html"
+    render_report(lr_run, page, "all")
+    html = page.read_text()
+    assert "several configurations" not in html and "superseded" not in html and "4 models · 4 trained" in html
+
+
 def test_empty_database_gives_a_page_that_says_so(db_url, tmp_path):
     url = db_url
     db.open_db(url).dispose()
