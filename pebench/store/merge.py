@@ -18,6 +18,14 @@ Refused with a one-line error, writing nothing:
   shards, or a part given twice;
 * a part already merged into ``OUT`` (merging twice), and a part that is itself a merged run.
 
+A part is the newest run of its database by default; a shard that was interrupted and resumed (its command run again
+with ``--reuse``) has its earlier runs' results copied into that newest run, ``model_reused`` set. Those copies are
+the shard's own work: where a copy's origin is an earlier run of the same database with the same options (the same
+shard of the same configuration) and commit, the merged row takes the origin's ``model_reused`` (trained there, or
+itself loaded from the checkpoint cache) and stands for the computed result (no ``reused_from``); the part's
+provenance lists those runs (``resumed_runs``). So the page of a merged run says how many of its models were
+trained by its parts, however often each part was resumed.
+
 ``--slim`` (:func:`slim`) keeps the merged run small enough to ship, as the reference results do: it drops the
 attention snapshots and keeps each trained model's learning curve once, on its result at the training length (the one
 the report's curves and the learning-rate choice read), thinned to at most :data:`SLIM_POINTS` points that always
@@ -27,7 +35,7 @@ include the last validated one. The run's ``options["slim"]`` says what was drop
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +68,17 @@ class Part:
     run: dict[str, Any]
     results: list[dict[str, Any]]
     curves: dict[int, list[dict[str, Any]]]
+    resumed: dict[int, bool] = field(default_factory=dict)
+    """Origin id -> its ``model_reused``, for the copies whose origin is an earlier run of this shard (resumed)."""
+    resumed_runs: list[int] = field(default_factory=list)
 
     @property
     def fingerprint(self) -> dict[str, Any]:
         r = self.run
         return {"db": mask_secrets(self.spec), "run_id": r["id"], "host": r["host"], "device": r["device"],
                 "git_commit": r["git_commit"], "started_at": str(r["started_at"]), "finished_at": str(r["finished_at"]),
-                "status": r["status"], "shard": (r["options"] or {}).get("shard"), "command": r["command"]}  # fmt: skip
+                "status": r["status"], "shard": (r["options"] or {}).get("shard"), "command": r["command"],
+                **({"resumed_runs": self.resumed_runs} if self.resumed_runs else {})}  # fmt: skip
 
 
 @dataclass
@@ -100,11 +112,38 @@ def read_part(spec: str) -> Part:
                 for p in s.scalars(q):
                     curves.setdefault(p.result_id, []).append(
                         {c: getattr(p, c) for c in ("step", "loss", "accuracy", "val_1x", "val_2x")})
+            resumed, resumed_runs = _resumed_origins(s, row, results)
     finally:
         engine.dispose()
     if not results:
         raise MergeError(f"part {spec}: run {run_id} has no results")
-    return Part(spec, url, run_row, results, curves)
+    return Part(spec, url, run_row, results, curves, resumed, resumed_runs)
+
+
+def _resumed_origins(session: Session, run: Run, results: list[dict[str, Any]]) -> tuple[dict[int, bool], list[int]]:
+    """Of the ids ``results`` (of ``run``) were copied from, those computed by an earlier run of the same shard
+    (same options and commit: the shard resumed), with their ``model_reused``; and those runs' ids."""
+    ids = sorted({r["reused_from"] for r in results if r["reused_from"]})
+    found: dict[int, bool] = {}
+    runs: set[int] = set()
+    for i in range(0, len(ids), 500):
+        query = (select(Result.id, Result.model_reused, Run.id, Run.options, Run.git_commit)
+                 .join(Run, Result.run_id == Run.id).where(Result.id.in_(ids[i : i + 500])))  # fmt: skip
+        for rid, reused, run_id, options, commit in session.execute(query):
+            if run_id < run.id and _same_shard(options, run.options) and commit == run.git_commit:
+                found[rid] = bool(reused)
+                runs.add(run_id)
+    return found, sorted(runs)
+
+
+def _same_shard(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether run options ``a`` and ``b`` are one shard of one configuration (``-n`` and the baseline may differ)."""
+    free = ("numprocesses", "baseline", "baseline_run")
+
+    def kept(options: dict[str, Any] | None) -> dict[str, Any]:
+        return {k: v for k, v in (options or {}).items() if k not in free}
+
+    return kept(a) == kept(b)
 
 
 def _options(part: Part) -> dict[str, Any]:
@@ -225,14 +264,17 @@ def merge(specs: Sequence[str], output: str, slim_parts: bool = False) -> MergeI
                 for r in part.results:
                     new_id[(part.spec, r["id"])] = next_id
                     next_id += 1
-            origins = _existing_origins(s, [r for p in parts for r in p.results if r["reused_from"]])
+            origins = _existing_origins(s, [r for p in parts for r in p.results
+                                            if r["reused_from"] and r["reused_from"] not in p.resumed])  # fmt: skip
             for part in parts:
                 for r in part.results:
                     rid = new_id[(part.spec, r["id"])]
                     row = {k: r[k] for k in RESULT_FIELDS}
                     # a result copied by --reuse points at the computed one: follow it if that one came along, keep
                     # it if the output holds it (a part that started as a copy of the output), else drop the link
-                    if r["reused_from"]:
+                    if r["reused_from"] in part.resumed:  # the shard's own work, done before it was resumed
+                        row.update(model_reused=part.resumed[r["reused_from"]], reused_from=None)
+                    elif r["reused_from"]:
                         row["reused_from"] = new_id.get((part.spec, r["reused_from"]), origins.get(r["reused_from"]))
                     rows.append({"id": rid, "run_id": run_id, "created_at": r["created_at"], **row})
                     points += [{"result_id": rid, **p} for p in part.curves.get(r["id"], [])]
