@@ -124,7 +124,8 @@ def _merge(out: Path, measured: dict[str, Any]) -> None:
 
 def seed_spread(db_url: str, run: int | str | None, output: str | None) -> int:
     """``pebench seed-spread``: measure each task's seed spread in ``run`` of ``db_url``, print it, and with
-    ``output`` merge it into that JSON file (the run's tasks replace their entries, the others stay)."""
+    ``output`` merge it into that JSON file (each measured task replaces its entry of the run's protocol; other
+    protocols' entries and other tasks stay)."""
     import datetime as dt
 
     from pebench.analysis import lr
