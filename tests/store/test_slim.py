@@ -52,4 +52,9 @@ def test_a_slim_merge_keeps_what_is_read_and_drops_the_rest(run_suite, tiny, tmp
     page = build_context(f"sqlite:///{small}", "latest")
     for chart in ("curves_svg", "validation_svg"):  # one line per encoding
         assert str(page[chart]).count("<polyline") >= 2, chart
+    assert "attention snapshots dropped" in page["slim"]
+    assert build_context(f"sqlite:///{full}", "latest")["slim"] is None
+    html = tmp_path / "slim.html"
+    assert main(["report", "--db", f"sqlite:///{small}", "-o", str(html)]) == 0
+    assert "No attention maps: this run was merged to ship" in html.read_text()
     assert small.stat().st_size < full.stat().st_size
