@@ -140,8 +140,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             "reference": None,
             "lr_protocol": None if rates is None else lr_view(rates, sel),
             # a run merged to ship (pebench merge --slim) had its attention snapshots dropped: say so, not "none"
-            "slim": next(((r["options"] or {}).get("slim") for r in run_rows if (r["options"] or {}).get("slim")),
-                         None),  # fmt: skip
+            "slim": next(filter(None, ((r["options"] or {}).get("slim") for r in run_rows)), None),
         }
         if sel.empty:
             return context

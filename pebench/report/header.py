@@ -12,6 +12,7 @@ import pandas as pd
 
 from pebench.case import point_of
 from pebench.status import ResultStatus
+from pebench.store.load import MODEL_KEY
 
 MAX_FAILURES_SHOWN = 200
 
@@ -48,7 +49,7 @@ def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str,
         c = r.get("git_commit")
         if c:
             commits.append(f"{c[:10]}{' (dirty)' if r.get('git_dirty') else ''}")
-    model_key = ["encoding", "task", "train_length", "seed", "config_hash"]
+    model_key = list(MODEL_KEY)
     every = sel if trained_rows is None else trained_rows
     trained = every[~every["model_reused"].astype(bool)].drop_duplicates(model_key) if not every.empty else every
     models = every.drop_duplicates(model_key) if not every.empty else every

@@ -138,7 +138,7 @@ def _resumed_origins(session: Session, run: Run, results: list[dict[str, Any]]) 
 
 def _same_shard(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     """Whether run options ``a`` and ``b`` are one shard of one configuration (``-n`` and the baseline may differ)."""
-    free = ("numprocesses", "baseline", "baseline_run")
+    free = set(IGNORED_OPTIONS) - {"shard"}
 
     def kept(options: dict[str, Any] | None) -> dict[str, Any]:
         return {k: v for k, v in (options or {}).items() if k not in free}
