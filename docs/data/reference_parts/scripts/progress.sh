@@ -7,7 +7,8 @@ for f in sorted(glob.glob('/work/lrdata/ref/*.db')):
     d = sqlite3.connect(f'file:{f}?mode=ro', uri=True)
     r = d.execute('select max(run_id) from results').fetchone()[0]
     n = d.execute('select count(distinct encoding||task||seed||config_hash) from results where run_id=?', (r,)).fetchone()[0]
-    st = d.execute('select status from runs order by id desc limit 1').fetchone()[0]
+    row = d.execute('select status from runs order by id desc limit 1').fetchone()
+    st = row[0] if row else 'starting'
     tot += n
     print(f.split('/')[-1], n, st)
 print('total', tot)
