@@ -65,7 +65,8 @@ def main() -> None:
         if not Path(src).exists():
             continue
         out = REPO / dst
-        if "reference_parts" in dst and out.exists() and state(Path(src)) == state(out) and "finished" in state(out):
+        saved = state(out) if "reference_parts" in dst and out.exists() else None
+        if saved is not None and saved[1] == "finished" and state(Path(src)) == saved:
             continue  # a finished part saved already: a fresh copy would differ only in bytes, growing the history
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")
