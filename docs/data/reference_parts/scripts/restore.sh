@@ -6,7 +6,10 @@
 set -euo pipefail
 repo=/work/main
 python3 -c "import torch" 2>/dev/null || python3 -m pip install --quiet torch==2.13.0
-python3 -c "import sqlalchemy, xdist, pebench" 2>/dev/null || python3 -m pip install --quiet -e "$repo[dev]"
+# an editable install left by another checkout (e.g. /check/work/main) imports nothing here: reinstall unless pebench
+# resolves to this repository from outside it
+(cd / && python3 -c "import sqlalchemy, xdist, pebench, sys; sys.exit(not pebench.__file__.startswith('$repo/'))") \
+  2>/dev/null || python3 -m pip install --quiet -e "$repo[dev]"
 [ -d /work/ref ] || { git -C "$repo" worktree prune; git -C "$repo" worktree add /work/ref a327d0d; }
 mkdir -p /work/lrdata/ref /work/lrdata/cache
 cp -n "$repo"/docs/data/reference_parts/scripts/* /work/lrdata/
