@@ -98,16 +98,20 @@ def test_packed_seeds_stop_where_they_stop_alone(k_back):
     for seed in seeds:
         model = build(seed, k_back)
         alone.append((model, train(model, k_back, cfg, seed=seed, device=CPU, progress=False)))
+    inits = [{n: p.detach().clone() for n, p in build(seed, k_back).named_parameters()} for seed in seeds]
     models = [build(seed, k_back) for seed in seeds]
     infos = train_packed(models, k_back, cfg, seeds, CPU, progress=False)
-    for (ref_model, ref), model, info in zip(alone, models, infos, strict=True):
+    for (ref_model, ref), model, info, init in zip(alone, models, infos, inits, strict=True):
         assert (info.steps, info.stop_reason) == (ref.steps, ref.stop_reason) and info.stop_reason == "learned"
         assert info.steps < cfg.steps
         want = dict(ref_model.named_parameters())
-        # float rounding of the batched matmuls grows over 70 steps at lr 1e-2 (2e-4 measured; 1e-3 at 120 steps):
-        # the weights copied at the stop, not those at the end of the stack's run
-        for name, p in model.named_parameters():
-            torch.testing.assert_close(p, want[name], atol=5e-4, rtol=1e-3, msg=name)
+        # the weights copied at the stop, not those of another step: the batched matmuls round differently from the
+        # lone ones, and at lr 1e-2 that grows with the steps and differs with the CPU's kernels (6e-4 on one weight
+        # on an EPYC, over an absolute 5e-4 on CI's CPU), so the distance is measured against how far training moved
+        # the weights: 0.08% measured, 100% for weights never copied, 10% for the weights 50 steps on
+        off = sum(float((p - want[n]).square().sum()) for n, p in model.named_parameters()) ** 0.5
+        moved = sum(float((want[n] - w0).square().sum()) for n, w0 in init.items()) ** 0.5
+        assert off < 0.01 * moved, (off, moved)
 
 
 def test_precision_auto_resolves_per_device_and_is_recorded(monkeypatch):
