@@ -98,8 +98,8 @@ def test_packed_seeds_stop_where_they_stop_alone(k_back):
     for seed in seeds:
         model = build(seed, k_back)
         alone.append((model, train(model, k_back, cfg, seed=seed, device=CPU, progress=False)))
-    inits = [{n: p.detach().clone() for n, p in build(seed, k_back).named_parameters()} for seed in seeds]
     models = [build(seed, k_back) for seed in seeds]
+    inits = [{n: p.detach().clone() for n, p in model.named_parameters()} for model in models]
     infos = train_packed(models, k_back, cfg, seeds, CPU, progress=False)
     for (ref_model, ref), model, info, init in zip(alone, models, infos, inits, strict=True):
         assert (info.steps, info.stop_reason) == (ref.steps, ref.stop_reason) and info.stop_reason == "learned"
