@@ -147,3 +147,28 @@ def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys):
     assert main(["report", "--db", url, "-o", str(tmp_path / "p.html"), "--with-reference", missing]) == 2
     assert f"--with-reference {missing}: no such database file" in capsys.readouterr().err
     assert not (tmp_path / "nope.db").exists() and not (tmp_path / "p.html").exists()
+
+
+def test_shipped_reference_is_whole_and_current():
+    """The reference that ships with pebench (issue 29 item 5): five finished runs holding every registered encoding
+    on every task it applies to, the core five and the randomized pair at three seeds, every result ok, and every
+    cell trained by this pebench's code. A change to a hashed file (model, trainer, packing, an encoding or task)
+    fails here: rebuild the reference (docs/data/reference_parts/BUILD.md) or the page marks it stale."""
+    from pebench.analysis.reference import REFERENCE_FILE, reference_url
+    from pebench.encodings.registry import not_applicable
+    from pebench.engine.code import stale_cells
+    from pebench.store.database import open_db
+    from pebench.store.load import load_light
+
+    assert reference_url(None) == f"sqlite:///{REFERENCE_FILE}"
+    df = load_light(open_db(reference_url(None), create=False))
+    assert stale_cells(df) == []
+    runnable = {(e, t) for e in encodings.available() for t in tasks.available()
+                if not_applicable(e, tasks.build(t)) is None}  # fmt: skip
+    assert set(zip(df.encoding, df.task, strict=True)) == runnable and len(runnable) > 1500
+    assert (df.status == "ok").all()
+    seeds = df.groupby("encoding").seed.nunique()
+    assert set(seeds[seeds == 3].index) == {"alibi", "learned", "nope", "rope", "sinusoidal", "randomized_rope",
+                                            "randomized_learned"}  # fmt: skip
+    with sqlite3.connect(REFERENCE_FILE) as db:
+        assert db.execute("select status from runs order by id").fetchall() == [("finished",)] * 5
