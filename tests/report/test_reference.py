@@ -1,6 +1,7 @@
 """``--with-reference``: a run beside the reference results of the encodings it did not train, joined only where
 the configuration is the same but for the encoding (issue 29 item 6); ``pebench results --stale`` (item 5)."""
 
+import contextlib
 import sqlite3
 
 import pandas as pd
@@ -130,12 +131,13 @@ def test_a_reference_from_other_code_than_the_run_is_named():
                                          "other code than this pebench; rebuild them")  # fmt: skip
 
 
-def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys):
-    from pebench.analysis.reference import REFERENCE_FILE, reference_url
+def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys, monkeypatch):
+    from pebench.analysis import reference
 
-    if not REFERENCE_FILE.is_file():
-        with pytest.raises(PebenchError, match="no reference results ship with this pebench"):
-            reference_url(None)
+    monkeypatch.setattr(reference, "REFERENCE_FILE", tmp_path / "reference.db")  # a pebench without the shipped file
+    with pytest.raises(PebenchError, match="no reference results ship with this pebench"):
+        reference.reference_url(None)
+    monkeypatch.undo()
     proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", f"sqlite:///{tmp_path / 'r.db'}",
                      "--with-reference", f"sqlite:///{tmp_path / 'ref.db'}")  # fmt: skip
     assert proc.returncode == 4 and "give --report PATH too" in proc.stderr and "Traceback" not in proc.stderr
@@ -170,5 +172,5 @@ def test_shipped_reference_is_whole_and_current():
     seeds = df.groupby("encoding").seed.nunique()
     assert set(seeds[seeds == 3].index) == {"alibi", "learned", "nope", "rope", "sinusoidal", "randomized_rope",
                                             "randomized_learned"}  # fmt: skip
-    with sqlite3.connect(REFERENCE_FILE) as db:
+    with contextlib.closing(sqlite3.connect(f"file:{REFERENCE_FILE}?mode=ro", uri=True)) as db:
         assert db.execute("select status from runs order by id").fetchall() == [("finished",)] * 5
