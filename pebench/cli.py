@@ -5,11 +5,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import NoReturn
 
 from pebench.errors import PebenchError
+from pebench.suite.launch import run_suite
 
 
 def _ranges(values: list[int]) -> str:
@@ -28,25 +33,9 @@ def _ranges(values: list[int]) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-SUITE_ARGS = ("-p", "pebench.suite.plugin", "--pyargs", "pebench.suite",
-              "-W", "ignore:Module already imported so cannot be rewritten; pebench:pytest.PytestAssertRewriteWarning")
-"""What ``pebench run`` puts before the user's pytest options: the installed suite and its plugin. (pytest rewrites
-the asserts of a ``pytest11`` plugin's package, and warns that this command already imported ``pebench``.)"""
-
-
-def run_suite(args: Sequence[str]) -> int:
-    """``pebench run ARGS``: ``pytest -p pebench.suite.plugin --pyargs pebench.suite ARGS`` in this process, from
-    the current directory (results go where the suite's ``--db`` default says), with pytest's exit status."""
-    import pytest
-
-    return int(pytest.main([*SUITE_ARGS, *args]))
-
-
 def load_plugins(given: Sequence[str]) -> None:
     """The encodings and tasks of installed entry points, of the project's ini option ``pebench_plugins`` and of
     ``--plugin``, as the suite loads them (:mod:`pebench.plugins`)."""
-    from pathlib import Path
-
     from pebench import plugins
 
     plugins.load_session(*plugins.configured(), given, Path.cwd())
@@ -128,9 +117,9 @@ def _results(args: argparse.Namespace) -> int:
 
     from pebench.store.load import load, run_table
 
-    df = load(_db(args), args.run)
     if args.stale:
-        return _stale(df)
+        return _stale(_db(args), args.run)
+    df = load(_db(args), args.run)
     runs = run_table(_db(args), sorted(set(df["run_id"])) if args.run is not None else None)
     if not runs.empty:
         with pd.option_context("display.max_rows", None, "display.width", 200):
@@ -148,16 +137,20 @@ def _results(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stale(df: Any) -> int:
-    """``pebench results --stale``: the cells whose latest result was trained by other code than this pebench's."""
-    from pebench.engine.code import stale_cells
+def _stale(url: str, run: int | str | None) -> int:
+    """``pebench results --stale``: the cells whose latest result is not what this pebench computes."""
+    from pebench.analysis.reference import stale_in
+    from pebench.store.database import open_db
 
-    cells = stale_cells(df)
+    engine = open_db(url, create=False)
+    try:
+        cells, n = stale_in(engine, run)
+    finally:
+        engine.dispose()
     for line in cells:
         print(line)
-    print(f"{len(cells)} stale cell(s) of {df.groupby(['encoding', 'task']).ngroups if not df.empty else 0} "
-          "(encoding, task) pairs" + ("; rebuild them with the suite and --reuse (the others are copied)"
-                                      if cells else ""))  # fmt: skip
+    print(f"{len(cells)} stale cell(s) of {n} (encoding, task) pairs"
+          + ("; rebuild them with the suite and --reuse (the others are copied)" if cells else ""))  # fmt: skip
     return 0
 
 
@@ -177,8 +170,6 @@ def _report(args: argparse.Namespace) -> int:
         f"in {info.seconds:.2f} s"
     )
     if args.png:
-        from pathlib import Path
-
         from pebench.report.screenshot import parse_size, png_size, screenshot
 
         width, height = parse_size(args.png_size)
@@ -190,7 +181,6 @@ def _report(args: argparse.Namespace) -> int:
 
         webbrowser.open(info.path.resolve().as_uri())
     return 0
-
 
 
 def _findings(args: argparse.Namespace) -> int:
@@ -252,21 +242,21 @@ def _database(args: argparse.Namespace) -> int:
 
 
 def _seed_spread(args: argparse.Namespace) -> int:
-    from pebench.bench.spread import seed_spread
+    from pebench.bench.spread import seed_spread, seed_spread_from_verdicts
 
     if args.from_verdicts:
-        from pebench.bench.spread import seed_spread_from_verdicts
-
         return seed_spread_from_verdicts(args.from_verdicts, args.output)
     return seed_spread(_db(args), args.run, args.output)
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser with its errors in one line, as every pebench error: the message and where the usage is
-    (argparse would print the usage first, over several lines). Subcommands' parsers are of this class too."""
+    """argparse's parser with its errors in one line, as every pebench error: the message (no password) and where the
+    usage is (argparse would print the usage first, over several lines). Subcommands' parsers are of this class too."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+        from pebench.store.database import safe_url
+
+        self.exit(2, f"{self.prog}: error: {safe_url(message)} (see: {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -327,8 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead, train --encodings x --k seeds of each task to its budget and compare the verdicts "
                         "with those of the same models stopped when learned (--stop learned); one JSON per task in "
                         "--out, then the table of every file there (docs/defaults.md)")  # fmt: skip
-    p.add_argument("--out", default="docs/data/stop_verdicts", metavar="DIR",
-                   help="directory of --stop-verdicts' JSON files (default docs/data/stop_verdicts)")
+    p.add_argument("--out", default="studies/stop_verdicts", metavar="DIR",
+                   help="directory of --stop-verdicts' JSON files (default studies/stop_verdicts)")
     p.add_argument("--lr-verdicts", metavar="DB[,DB...]",
                    help="instead, compare the verdicts of the --lr-sweep runs in these databases (URLs or SQLite "
                         "paths) at one shared rate (--base-lr) and at each cell's best rate (docs/defaults.md)")
@@ -425,21 +415,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, help="write the JSON here (e.g. pebench/data/seed_spread.json)")
     p.add_argument("--from-verdicts", metavar="DIR", default=None,
                    help="instead of a run, the budget side of the stop-verdict files in DIR (pebench bench "
-                        "--stop-verdicts: 3 seeds of the core encodings at the defaults), e.g. docs/data/stop_verdicts")
+                        "--stop-verdicts: 3 seeds of the core encodings at the defaults), e.g. studies/stop_verdicts")
     p.set_defaults(func=_seed_spread)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """The ``pebench`` command's exit status. A reader that stops early (``pebench list tasks | head -1``) ends it
+    quietly with status 32 (EPIPE), as Python's own ``python -m json.tool`` and ``cProfile`` do: no traceback."""
+    try:
+        status = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush at exit
+        return status
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):  # what is still buffered goes nowhere, silently
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return errno.EPIPE
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["run"]:  # a thin front door: pytest parses (and explains) every option
         return run_suite(argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except PebenchError as err:
-        print(f"pebench: error: {err}", file=sys.stderr)
+    except PebenchError as err:  # one line, any password in it hidden
+        from pebench.store.database import safe_url
+
+        print(f"pebench: error: {safe_url(str(err))}", file=sys.stderr)
         return 2
 
 

@@ -14,7 +14,8 @@ SPLIT = {"engine"}
 LAYERS = [
     {"errors", "hashing", "options", "registry", "engine.device", "engine.__init__", "metrics", "case", "status"},
     {"encodings", "tasks", "models", "plugins"},
-    {"engine.training", "engine.packing", "engine.stopping", "engine.evaluation", "engine.checkpoints", "engine.code"},
+    {"engine.training", "engine.packing", "engine.stopping", "engine.evaluation", "engine.checkpoints", "engine.code",
+     "engine.fingerprint"},
     {"store"},
     {"analysis"},
     {"engine.settings", "engine.sweep", "engine.runner"},

@@ -57,7 +57,7 @@ def protocol_hash(config: Mapping[str, Any], lr_grid: str | None = None) -> str:
 
     The stop rule (``train.stop``, ``--stop learned|plateau``) is not part of it: a stopped model is its budget run's
     model at an earlier curve point, and the measured spread of the stopped side is at most the budget side's (the
-    stop-verdict files of ``docs/data/stop_verdicts``: pooled seed sd stop <= budget on each of 22 tasks, e.g. sort
+    stop-verdict files of ``studies/stop_verdicts``: pooled seed sd stop <= budget on each of 22 tasks, e.g. sort
     0.049 vs 0.064, even_pairs 0.115 vs 0.135, equal elsewhere within 0.003), so the budget-measured sigma is the
     conservative one for both."""
     parts = {k: config.get(k) for k in PROTOCOL_KEYS}

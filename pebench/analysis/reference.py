@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from sqlalchemy.engine import Engine
 
 from pebench import encodings
 from pebench.engine.code import stale_cells
@@ -39,6 +40,7 @@ from pebench.errors import PebenchError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig
 from pebench.store.database import open_db, safe_url
+from pebench.store.fingerprints import load_fingerprints
 from pebench.store.load import load_light
 
 DEFAULT_DEPTH = "default"
@@ -126,11 +128,13 @@ class Joined:
     """The (encoding, task) cells of those rows: ``rope on k_back``."""
 
 
-def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False) -> Joined:
+def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False,
+         stored: Mapping[str, Mapping[str, Any]] | None = None) -> Joined:
     """The rows of ``reference`` (latest result per case, with ``config``) to show beside ``run`` (with
     ``config``): encodings ``run`` does not have, on its tasks and evaluated lengths, with a :func:`comparable_key`
     that some result of ``run`` on the same task has (see the module docstring). With ``chosen_rate`` both are a
-    learning-rate sweep's cells at their chosen rates, compared without the rate."""
+    learning-rate sweep's cells at their chosen rates, compared without the rate. ``stored``: the reference's
+    fingerprints (:func:`pebench.store.fingerprints.load_fingerprints`), by which its stale rows are found."""
     if run.empty or reference.empty:
         return Joined(reference.iloc[0:0])
     mine = set(run["encoding"])
@@ -158,7 +162,7 @@ def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False) 
             continue
         keep.append(g[g["eval_length"].isin(lengths[task])])
     rows = pd.concat(keep) if keep else ref.iloc[0:0]
-    cells = sorted(line.split(":", 1)[0] for line in stale_cells(rows)) if "code_version" in rows else []
+    cells = sorted(line.split(":", 1)[0] for line in stale_cells(rows, stored)) if "code_version" in rows else []
     old = pd.Series([f"{e} on {t}" in cells for e, t in zip(rows["encoding"], rows["task"], strict=True)],
                     index=rows.index, dtype=bool)  # fmt: skip
     return Joined(rows, sorted(set(rows["encoding"])), out, int(old.sum()), cells)
@@ -175,7 +179,7 @@ def _listed(cells: list[str], most: int = 3) -> str:
 def stale_text(joined: Joined) -> str:
     """The one line refusing stale joined rows (:attr:`Joined.stale`)."""
     return (f"{joined.stale} reference result(s) in {len(joined.stale_cells)} cell(s) ({_listed(joined.stale_cells)}) "
-            f"were trained by other code than this pebench; {FIX}")
+            f"do not compute what this pebench computes; {FIX}")
 
 
 def nothing_comparable_text(joined: Joined) -> str:
@@ -195,10 +199,23 @@ def check_fresh(url: str) -> None:
     except PebenchError as err:  # named as the reference, not as --db
         raise PebenchError(f"--with-reference {safe_url(url)}: {str(err).split(': ', 1)[-1]}") from None
     try:
-        lines = stale_cells(load_light(engine))
+        lines = stale_cells(load_light(engine), load_fingerprints(engine))
     finally:
         engine.dispose()
     if lines:
         cells = [line.split(":", 1)[0] for line in lines]
         raise PebenchError(f"--with-reference {safe_url(url)}: {len(cells)} cell(s) ({_listed(cells)}) were trained "
-                           f"by other code than this pebench; {FIX}")
+                           f"by code that computes otherwise than this pebench; {FIX}")
+
+
+def stale_in(engine: Engine, run: int | str | None = None) -> tuple[list[str], int]:
+    """The stale cells of a database (of run ``run``, else of all runs) as :func:`pebench.engine.code.stale_cells`'s
+    lines, and the number of (encoding, task) cells looked at."""
+    from pebench.store.lifecycle import resolve_run_id
+
+    df = load_light(engine)
+    if run is not None:
+        df = df[df["run_id"] == resolve_run_id(engine, run)]
+    cells = df.groupby(["encoding", "task"]).ngroups if not df.empty else 0
+    digests = set(df["encoding_fingerprint"]) | set(df["task_fingerprint"]) if not df.empty else set()
+    return stale_cells(df, load_fingerprints(engine, digests)), cells

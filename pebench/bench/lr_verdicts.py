@@ -36,7 +36,7 @@ from pebench.analysis import lr, noise, scoring
 from pebench.case import point_of
 from pebench.errors import PebenchError
 from pebench.store import load as store_load
-from pebench.store.database import open_db
+from pebench.store.database import open_db, safe_url
 
 BASE = 0.003
 """The shared learning rate of the defaults, the one-rate side."""
@@ -259,7 +259,7 @@ def collect(db_url: str, offset: int = 0) -> tuple[pd.DataFrame, dict[int, float
     if not df.empty:
         df = df[[lr.protocol(o) is not None for o in df["run_options"]]]
     if df.empty:
-        raise PebenchError(f"{db_url} holds no --lr-sweep run: run the suite with --lr-sweep first")
+        raise PebenchError(f"{safe_url(db_url)} holds no --lr-sweep run: run the suite with --lr-sweep first")
     halved = df["metrics"].map(_is_halving)
     engine = open_db(db_url, create=False)
     try:

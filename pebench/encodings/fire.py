@@ -48,7 +48,7 @@ class FIRE(PositionalEncoding):
 
     def normalised_distance(self, positions: Tensor) -> Tensor:
         """ψ(i - j) / ψ(max(L, i)) for every (i, j) with the future clamped to distance 0: ``(B or 1, T, T)``."""
-        pos = expand_positions(positions).to(torch.float32)
+        pos = expand_positions(positions).to(self.c.dtype)
         c = self.c.abs()
         dist = (pos[:, :, None] - pos[:, None, :]).clamp(min=0.0)
         denom_pos = torch.maximum(pos, self.threshold.clamp(min=1.0))[:, :, None]

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pebench.encodings.base import EncodingContext, PositionalEncoding
+from pebench.encodings.precision import upcast
 from pebench.encodings.registry import register
 from pebench.options import Option
 
@@ -57,8 +58,8 @@ def path_scores(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None
     c = block or block_size(t)
     nb = -(-t // c)
     pad = nb * c - t  # padded tokens come last, with w = 0 (H = I): no real score reads them
-    q, k, w = (F.pad(a.float(), (0, 0, 0, pad)) for a in (q, k, w))
-    bw = F.pad(beta.float(), (0, pad))[..., None] * w  # β_t w_t
+    q, k, w = (F.pad(upcast(a), (0, 0, 0, pad)) for a in (q, k, w))
+    bw = F.pad(upcast(beta), (0, pad))[..., None] * w  # β_t w_t
     qb, kb, wb, bwb = (a.unflatten(-2, (nb, c)) for a in (q, k, w, bw))  # (..., nb, c, d)
     # rows 0..c-1: the block's queries; rows c..c+d-1: the identity, which becomes the block's product transposed
     state = torch.cat([qb, torch.eye(d, device=q.device).expand(*qb.shape[:-2], d, d)], -2)
@@ -112,15 +113,15 @@ class PaTH(PositionalEncoding):
     def transforms(self, x: Tensor, layer: int) -> tuple[Tensor, Tensor]:
         """The unit directions w ``(B, H, T, d_h)`` and the β ``(B, H, T)`` of the hidden states ``x``
         ``(B, T, d_model)`` entering layer ``layer``."""
-        xf = x.float()
-        z = xf @ self.w_down[layer].float().t() @ self.w_up[layer].float().t()  # (B, T, H·d_h)
+        xf = upcast(x)
+        z = xf @ upcast(self.w_down[layer]).t() @ upcast(self.w_up[layer]).t()  # (B, T, H·d_h)
         width = self.opts["conv"]
         if width:  # causal depthwise convolution over the tokens: token t reads t - width + 1 .. t
-            kernel = self.w_conv[layer].float()[:, None, :]
+            kernel = upcast(self.w_conv[layer])[:, None, :]
             z = F.conv1d(F.pad(z.transpose(-1, -2), (width - 1, 0)), kernel, groups=kernel.shape[0])
             z = F.silu(z).transpose(-1, -2)
         w = F.normalize(z.unflatten(-1, (self.ctx.n_heads, -1)).transpose(-2, -3), dim=-1, eps=1e-6)
-        beta = 2 * torch.sigmoid(xf @ self.beta_weight[layer].float().t() + self.beta_bias[layer].float())
+        beta = 2 * torch.sigmoid(xf @ upcast(self.beta_weight[layer]).t() + upcast(self.beta_bias[layer]))
         return w, beta.transpose(-1, -2)
 
     def attention_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int) -> Tensor:

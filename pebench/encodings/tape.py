@@ -62,6 +62,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pebench.encodings.base import EncodingContext, PositionalEncoding
+from pebench.encodings.precision import upcast
 from pebench.encodings.registry import register
 from pebench.encodings.rope import positions_for_heads, rope_inv_freq, rotate_pairs
 from pebench.options import Option
@@ -121,7 +122,7 @@ class TAPE(PositionalEncoding):
     def update_state(self, state: Tensor, attended: Tensor | None, ffn_out: Tensor, layer: int) -> Tensor:
         if attended is None:
             return state
-        e = state + torch.einsum("gh,bhtc->bgtc", self.mix_weight[layer], attended.float())
-        gate = F.silu(ffn_out.float() @ self.gate_weight[layer].t())  # (B, T, P)
+        e = state + torch.einsum("gh,bhtc->bgtc", self.mix_weight[layer], upcast(attended))
+        gate = F.silu(upcast(ffn_out) @ self.gate_weight[layer].t())  # (B, T, P)
         up = torch.einsum("ph,bhtc->bptc", self.up_weight[layer], e) * gate.transpose(1, 2)[..., None]
         return e + torch.einsum("hp,bptc->bhtc", self.down_weight[layer], up)

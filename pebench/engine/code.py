@@ -1,6 +1,7 @@
-"""Which code a result was trained by: :func:`code_version`, the hash stored with every result (``--reuse`` copies
-only results of the same code), and :func:`stale_cells`, the cells of a database trained by other code than this
-pebench's (``pebench results --stale``: to be rebuilt).
+"""Which code a result was trained by: :func:`code_version`, the source hash stored with every result as provenance,
+and :func:`stale_cells`, the cells of a database whose results are not what this pebench computes (``pebench results
+--stale``: to be rebuilt), judged by behaviour (:mod:`pebench.engine.fingerprint`), by the source hash only for
+results stored without fingerprints.
 
 A source file is hashed as its syntax tree without docstrings and comments (:func:`source_text`): editing the
 documentation of the model, an encoding or a task never makes results stale; any change to what runs does."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,21 +95,45 @@ def plugin_code(encoding_cls: type, task_cls: type) -> str:
     return h.hexdigest()[:16]
 
 
-def stale_cells(df: pd.DataFrame) -> list[str]:
-    """One line per (encoding, task) of the results ``df`` whose latest result's ``code_version`` is not what this
-    pebench computes for it (trained by other code; an encoding or task this pebench does not know is named as
-    such)."""
+def stale_cells(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """One line per (encoding, task) of the results ``df`` whose latest result is not what this pebench computes
+    (:func:`staleness`; ``stored``: the database's fingerprints, :func:`pebench.store.fingerprints.load_fingerprints`);
+    an encoding or task this pebench does not know is named as such."""
     lines = []
     if df.empty:
         return lines
     latest = df.sort_values("id").groupby(["encoding", "task"], sort=True).tail(1)
     for row in latest.itertuples():
         try:
-            now = code_version(encodings.get(row.encoding), tasks.get(row.task))
+            why = staleness(row, stored or {})
         except KeyError:
             lines.append(f"{row.encoding} on {row.task}: not known to this pebench (a plugin not loaded?)")
             continue
-        if row.code_version != now:
-            lines.append(f"{row.encoding} on {row.task}: trained by code {row.code_version or 'unrecorded'} "
-                         f"(run {row.run_id}), this pebench is {now}")  # fmt: skip
+        if why:
+            lines.append(f"{row.encoding} on {row.task}: {why} (run {row.run_id})")
     return lines
+
+
+def staleness(row: Any, stored: Mapping[str, Mapping[str, Any]]) -> str:
+    """Why the result ``row`` (with ``encoding``, ``task``, ``code_version`` and the fingerprint digests) is not what
+    this pebench computes; "" when it is. By behaviour (:mod:`pebench.engine.fingerprint`): its task's data digest
+    must be this pebench's exactly and its encoding's probe within the tolerance. A result stored without
+    fingerprints (before them, or in a database lacking their rows) is judged by its source hash instead."""
+    from pebench.engine.fingerprint import encoding_fingerprint, probe_deviation, task_fingerprint
+
+    enc_cls, task_cls = encodings.get(row.encoding), tasks.get(row.task)
+    enc_fp, task_fp = getattr(row, "encoding_fingerprint", ""), getattr(row, "task_fingerprint", "")
+    if not (enc_fp in stored and task_fp in stored):
+        now = code_version(enc_cls, task_cls)
+        if row.code_version == now:
+            return ""
+        return f"trained by code {row.code_version or 'unrecorded'}, this pebench is {now} (no fingerprint recorded)"
+    task_row, enc_row = stored[task_fp], stored[enc_fp]
+    why = []
+    now_task = task_fingerprint(tasks.build(row.task, task_row["options"]))["digest"]
+    if now_task != task_fp:
+        why.append(f"its task's data changed (digest {task_fp[:8]} -> {now_task[:8]})")
+    deviation = probe_deviation(enc_row["values"], encoding_fingerprint(row.encoding, enc_row["options"])["values"])
+    if deviation > 1.0:
+        why.append(f"its encoding computes otherwise (probe {deviation:.3g}x the tolerance)")
+    return "; ".join(why)

@@ -64,3 +64,26 @@ def resolve_precision(requested: str, device: torch.device) -> str:
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp32"
     return "fp32"
+
+
+def cpu_description() -> str:
+    """The CPU as a result's provenance records it: model name (``/proc/cpuinfo``, else the platform's), torch's CPU
+    capability (the ISA level its kernels dispatch to, e.g. AVX2 or AVX512) and the BLAS it was built with. Float
+    results reproduce bit for bit only on the same CPU family, capability and thread count (docs/reproducibility.md)."""
+    import platform
+    import re
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            found = re.search(r"^model name\s*:\s*(.+)$", f.read(), re.MULTILINE)
+        model = found.group(1).strip() if found else ""
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine()
+    try:
+        isa = torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):
+        isa = "unknown"
+    blas = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    return f"{model}, {isa}, {blas.group(1) if blas else 'unknown'} BLAS"

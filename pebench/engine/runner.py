@@ -27,6 +27,7 @@ from pebench.engine.checkpoints import CheckpointStore
 from pebench.engine.code import code_version, plugin_code
 from pebench.engine.device import pick_device, resolve_precision, worker_device
 from pebench.engine.evaluation import eval_positions, evaluate
+from pebench.engine.fingerprint import encoding_fingerprint, task_fingerprint
 from pebench.engine.packing import packable, train_packed
 from pebench.engine.settings import Settings
 from pebench.engine.sweep import Sweep
@@ -300,11 +301,12 @@ class Runner:
 
     # -- running -----------------------------------------------------------------------------------------------
     def new_record(self, case: Case) -> ResultRecord:
-        """The record of ``case`` before training: its identity (configuration, hash, versions, code version), as
-        ``--reuse`` looks it up."""
+        """The record of ``case`` before training: its identity (configuration, hash, versions, code version and
+        behavioural fingerprints, :mod:`pebench.engine.fingerprint`), as ``--reuse`` looks it up."""
         task = self.task(case.task)
         enc_cls = encodings.get(case.encoding)
         config = self.describe(case)
+        enc_fp, task_fp = encoding_fingerprint(case.encoding, config["encoding"]["options"]), task_fingerprint(task)
         return ResultRecord(
             case_id=case.id,
             encoding=case.encoding,
@@ -317,6 +319,9 @@ class Runner:
             config=config,
             config_hash=config_hash(config),
             code_version=code_version(enc_cls, type(task)),
+            encoding_fingerprint=enc_fp["digest"],
+            task_fingerprint=task_fp["digest"],
+            fingerprints=[enc_fp, task_fp],
             metric=task.metric,
             higher_is_better=task.higher_is_better,
             chance_level=task.chance_level,

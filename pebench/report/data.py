@@ -20,6 +20,7 @@ from pebench.report.grid import cell_grids
 from pebench.report.sweep import sweep_view
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id, safe_url
+from pebench.store.fingerprints import load_fingerprints
 
 RUN_CHOICES = "a run id, latest, previous or all"
 
@@ -91,7 +92,8 @@ def _reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> tuple[J
         if rates is not None and not ref.empty:  # the latest result of each case, each cell at its chosen rate
             ref = ref.sort_values("id").drop_duplicates(["case_id", "seed"], keep="last")
             ref = lr.chosen(ref, lr.final_validation(store_load.curve_points(engine, ref["id"]))).assign(lr_grid=rates)
-        joined = join(sel, ref, chosen_rate=rates is not None)
+        stored = load_fingerprints(engine) if not ref.empty else {}
+        joined = join(sel, ref, chosen_rate=rates is not None, stored=stored)
         mine = set(sel["encoding"])
         joined.not_comparable += [line for line in other_protocol if line.split(" on ", 1)[0] not in mine]
         keys = {(t, int(L)): (t, t) for t, L in zip(joined.rows["task"], joined.rows["train_length"], strict=True)}

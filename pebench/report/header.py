@@ -12,6 +12,7 @@ import pandas as pd
 
 from pebench.case import point_of
 from pebench.status import ResultStatus
+from pebench.store.database import safe_url
 from pebench.store.load import MODEL_KEY
 
 MAX_FAILURES_SHOWN = 200
@@ -63,7 +64,7 @@ def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str,
                 "id": r["id"],
                 "status": r.get("status"),
                 "started": _fmt_time(r.get("started_at")),
-                "command": r.get("command") or "",
+                "command": safe_url(r.get("command") or ""),  # masked when stored, and again here (older writers)
             }
             for r in runs
         ],  # fmt: skip

@@ -255,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine.dispose()
     t1 = time.perf_counter()
     info = render_report(url, out, "latest")
-    print(f"database: {spec.n_results} results per run x 2 runs ({url}) written in {t1 - t0:.1f} s")
+    print(f"database: {spec.n_results} results per run x 2 runs ({db.safe_url(url)}) written in {t1 - t0:.1f} s")
     print(f"report: {info.path} {info.size_bytes / 1e6:.2f} MB, {info.n_results} results rendered in "
           f"{info.seconds:.2f} s")  # fmt: skip
     return 0

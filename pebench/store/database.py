@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from pebench.errors import DatabaseError
 from pebench.store import migrate
+from pebench.store.fingerprints import store_fingerprints
 from pebench.store.lifecycle import resolve_run_id  # noqa: F401  (re-exported)
 from pebench.store.record import ResultRecord, curve_row
 from pebench.store.schema import CurvePoint, Result, Run, utcnow
@@ -66,26 +67,24 @@ def _wal(engine: Engine) -> None:
         conn.exec_driver_sql("PRAGMA journal_mode=WAL")
 
 
-def safe_url(url: str) -> str:
-    """``url`` with its password hidden (``postgresql://user:***@host/db``), for everything shown or stored."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return mask_secrets(url)
+def safe_url(text: str) -> str:
+    """``text`` -- a database URL, a ``PART::RUN`` spec, a command line or a message naming URLs -- with every
+    password hidden: ``postgresql://user:***@host/db`` (what SQLAlchemy would send as the password: from the first
+    ``:`` after ``scheme://`` to the next ``@``) and ``password=***`` (a query parameter, a libpq DSN). The one
+    function for everything pebench prints, raises, logs or stores; the rest of ``text`` is left as it was."""
+    return _PASSWORD_PARAM.sub(r"\1***", _CREDENTIALS.sub(r"\1:***@", text))
 
 
-def mask_secrets(text: str) -> str:
-    """Every ``scheme://user:password@`` in ``text`` with the password replaced by ``***`` (command lines)."""
-    return _CREDENTIALS.sub(r"\1:***@", text)
-
-
-_CREDENTIALS = re.compile(r"(\b[\w+.-]+://[^:/@\s]+):[^@\s]+@")
+_CREDENTIALS = re.compile(r"(\b[A-Za-z][\w+.-]*://[^:/\s]*):[^@\s]*@")
+_PASSWORD_PARAM = re.compile(r"(\bpassword=)[^&\s'\"]+", re.IGNORECASE)
 
 
 def error_line(err: BaseException) -> str:
     """The first line of a database error (the driver's own message where SQLAlchemy wraps one), password masked."""
     lines = str(getattr(err, "orig", None) or err).strip().splitlines()
-    return mask_secrets(lines[0]) if lines else type(err).__name__
+    return safe_url(lines[0]) if lines else type(err).__name__
+
+
 CREATE_TRIES = 5
 
 
@@ -157,7 +156,7 @@ def _open(url: str, create: bool, check: bool, dry_run: bool) -> tuple[Engine, m
     try:
         engine = create_engine(parsed)
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as err:
-        raise DatabaseError(f"--db {shown!r} cannot be opened: {mask_secrets(str(err))}") from None
+        raise DatabaseError(f"--db {shown!r} cannot be opened: {safe_url(str(err))}") from None
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     state = migrate.SchemaState("empty", None, ())
@@ -224,6 +223,7 @@ def add_result(engine: Engine, run_id: int, record: ResultRecord | Mapping[str, 
     with session_scope(engine) as s:
         result = Result(run_id=run_id, **columns)
         result.curve = [CurvePoint(**curve_row(p)) for p in record.curve]
+        store_fingerprints(s, record.fingerprints)
         s.add(result)
         s.flush()
         return result.id

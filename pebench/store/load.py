@@ -54,7 +54,8 @@ def load(db_url: str, run: int | str | None = None) -> pd.DataFrame:
 
 LIGHT_COLUMNS = ("id", "run_id", "case_id", "encoding", "task", "train_length", "eval_length", "seed", "config_hash",
                  "status", "message", "metric", "higher_is_better", "score", "chance_level", "train_steps",
-                 "train_time_s", "model_reused", "code_version")  # fmt: skip
+                 "train_time_s", "model_reused", "code_version", "encoding_fingerprint",
+                 "task_fingerprint")  # fmt: skip
 
 
 def load_light(engine: Engine) -> pd.DataFrame:

@@ -44,8 +44,9 @@ from sqlalchemy.orm import Session
 
 from pebench.errors import PebenchError
 from pebench.status import RunStatus
-from pebench.store.database import mask_secrets, open_db, resolve_run_id, session_scope
+from pebench.store.database import open_db, resolve_run_id, safe_url, session_scope
 from pebench.store.load import curve_owners
+from pebench.store.fingerprints import load_fingerprints, store_fingerprints
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result, Run
 
 IGNORED_OPTIONS = ("shard", "numprocesses", "baseline", "baseline_run", "merged_from")
@@ -71,11 +72,18 @@ class Part:
     resumed: dict[int, bool] = field(default_factory=dict)
     """Origin id -> its ``model_reused``, for the copies whose origin is an earlier run of this shard (resumed)."""
     resumed_runs: list[int] = field(default_factory=list)
+    fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The behavioural fingerprints its results name (:mod:`pebench.store.fingerprints`), copied with them."""
+
+    @property
+    def shown(self) -> str:
+        """The spec as messages show it: without its password."""
+        return safe_url(self.spec)
 
     @property
     def fingerprint(self) -> dict[str, Any]:
         r = self.run
-        return {"db": mask_secrets(self.spec), "run_id": r["id"], "host": r["host"], "device": r["device"],
+        return {"db": self.shown, "run_id": r["id"], "host": r["host"], "device": r["device"],
                 "git_commit": r["git_commit"], "started_at": str(r["started_at"]), "finished_at": str(r["finished_at"]),
                 "status": r["status"], "shard": (r["options"] or {}).get("shard"), "command": r["command"],
                 **({"resumed_runs": self.resumed_runs} if self.resumed_runs else {})}  # fmt: skip
@@ -84,6 +92,7 @@ class Part:
 @dataclass
 class MergeInfo:
     output: str
+    """The output database as messages show it (:func:`~pebench.store.database.safe_url`: no password)."""
     run_id: int
     n_results: int
     parts: list[dict[str, Any]]
@@ -113,11 +122,13 @@ def read_part(spec: str) -> Part:
                     curves.setdefault(p.result_id, []).append(
                         {c: getattr(p, c) for c in ("step", "loss", "accuracy", "val_1x", "val_2x")})
             resumed, resumed_runs = _resumed_origins(s, row, results)
+        named = {r[k] for r in results for k in ("encoding_fingerprint", "task_fingerprint")}
+        stored = load_fingerprints(engine, named)
     finally:
         engine.dispose()
     if not results:
-        raise MergeError(f"part {spec}: run {run_id} has no results")
-    return Part(spec, url, run_row, results, curves, resumed, resumed_runs)
+        raise MergeError(f"part {safe_url(spec)}: run {run_id} has no results")
+    return Part(spec, url, run_row, results, curves, resumed, resumed_runs, stored)
 
 
 def _resumed_origins(session: Session, run: Run, results: list[dict[str, Any]]) -> tuple[dict[int, bool], list[int]]:
@@ -157,24 +168,24 @@ def check_parts(parts: Sequence[Part]) -> None:
     first = parts[0]
     for part in parts:
         if (part.run["options"] or {}).get("merged_from"):
-            raise MergeError(f"part {part.spec} is already a merged run; merge the original parts instead")
+            raise MergeError(f"part {part.shown} is already a merged run; merge the original parts instead")
         for name in SAME_PROVENANCE:
             if part.run[name] != first.run[name]:
-                raise MergeError(f"parts {first.spec} and {part.spec} differ in {name}: {first.run[name]!r} vs "
+                raise MergeError(f"parts {first.shown} and {part.shown} differ in {name}: {first.run[name]!r} vs "
                                  f"{part.run[name]!r}; merge only parts of one configuration")  # fmt: skip
         a, b = _options(first), _options(part)
         for key in sorted(set(a) | set(b)):
             if a.get(key) != b.get(key):
-                raise MergeError(f"parts {first.spec} and {part.spec} differ in option {key}: {a.get(key)!r} vs "
+                raise MergeError(f"parts {first.shown} and {part.shown} differ in option {key}: {a.get(key)!r} vs "
                                  f"{b.get(key)!r}; merge only parts of one configuration")  # fmt: skip
     seen: dict[tuple[Any, ...], str] = {}
     for part in parts:
         for r in part.results:
             key = tuple(r[k] for k in CASE_KEY)
             if key in seen:
-                raise MergeError(f"case {r['case_id']} (seed {r['seed']}) is in both {seen[key]} and {part.spec}: "
+                raise MergeError(f"case {r['case_id']} (seed {r['seed']}) is in both {seen[key]} and {part.shown}: "
                                  "overlapping shards, or a part given twice")  # fmt: skip
-            seen[key] = part.spec
+            seen[key] = part.shown
 
 
 def thin(points: Sequence[dict[str, Any]], most: int = SLIM_POINTS) -> list[dict[str, Any]]:
@@ -207,7 +218,7 @@ def _already_merged(engine: Any, parts: Sequence[Part]) -> None:
                     same = all(earlier.get(k) == fp[k] for k in ("run_id", "host", "started_at", "command"))
                     if same:
                         raise MergeError(
-                            f"part {part.spec} (run {fp['run_id']} of {fp['host']}, started {fp['started_at']}) is "
+                            f"part {part.shown} (run {fp['run_id']} of {fp['host']}, started {fp['started_at']}) is "
                             f"already merged into run {run_id} of the output"
                         )
 
@@ -250,7 +261,7 @@ def merge(specs: Sequence[str], output: str, slim_parts: bool = False) -> MergeI
             platform=", ".join(dict.fromkeys(r["platform"] or "" for r in runs))[:255],
             options={**_options(parts[0]), "shard": None, "merged_from": [p.fingerprint for p in parts],
                      **({"slim": SLIM_NOTE} if slim_parts else {})},
-            command=mask_secrets("pebench merge " + " ".join(specs) + f" -o {output}" + " --slim" * slim_parts),
+            command=safe_url("pebench merge " + " ".join(specs) + f" -o {output}" + " --slim" * slim_parts),
             schema_version=runs[0]["schema_version"],
         )
         with session_scope(engine) as s:
@@ -278,9 +289,10 @@ def merge(specs: Sequence[str], output: str, slim_parts: bool = False) -> MergeI
                         row["reused_from"] = new_id.get((part.spec, r["reused_from"]), origins.get(r["reused_from"]))
                     rows.append({"id": rid, "run_id": run_id, "created_at": r["created_at"], **row})
                     points += [{"result_id": rid, **p} for p in part.curves.get(r["id"], [])]
+            store_fingerprints(s, [f for p in parts for f in p.fingerprints.values()])
             s.execute(insert(Result), rows)
             if points:
                 s.execute(insert(CurvePoint), points)
     finally:
         engine.dispose()
-    return MergeInfo(out_url, run_id, len(rows), [p.fingerprint for p in parts])
+    return MergeInfo(safe_url(out_url), run_id, len(rows), [p.fingerprint for p in parts])

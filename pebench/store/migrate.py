@@ -44,6 +44,9 @@ from pebench.store.schema import HEAD_REVISION, Base
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "alembic_version"
 PEBENCH_TABLES = frozenset(Base.metadata.tables)
+TABLES_SINCE = {"fingerprints": "0005"}
+"""Tables added after the first revision, with the revision that added them: an older database lacks them rightly."""
+FIRST_TABLES = PEBENCH_TABLES - set(TABLES_SINCE)
 LEGACY_REVISIONS = {"0001": set(), "0002": {"code_version", "reused_from"}}
 """Revisions a database without ``alembic_version`` can be at, told apart by these ``results`` columns."""
 ADVISORY_LOCK = 0x7065_6265_6E63  # "pebenc": one lock id for every pebench database on a PostgreSQL server
@@ -90,7 +93,7 @@ def _columns(conn: Connection, table: str) -> set[str]:
 def _legacy_revision(conn: Connection, tables: set[str]) -> str | None:
     """The revision of a database written before pebench carried revisions, from its columns; None when the tables
     are not pebench's."""
-    if not tables >= PEBENCH_TABLES:
+    if not tables >= FIRST_TABLES:
         return None
     first = {c.name for c in Base.metadata.tables["results"].columns} - set().union(*LEGACY_REVISIONS.values())
     results = _columns(conn, "results")
@@ -100,16 +103,18 @@ def _legacy_revision(conn: Connection, tables: set[str]) -> str | None:
     return found[-1]
 
 
-def missing_pieces(conn: Connection, tables: set[str], columns: bool = True) -> tuple[str, ...]:
-    """What :mod:`~pebench.store.schema` declares and the database behind ``conn`` (holding ``tables``) lacks:
-    ``table NAME`` for a table, ``TABLE.COLUMN`` for a column of a table it has (``columns=False``: tables only)."""
+def missing_pieces(conn: Connection, tables: set[str], columns: bool = True, revision: str | None = None
+                   ) -> tuple[str, ...]:  # fmt: skip
+    """What :mod:`~pebench.store.schema` declares and the database behind ``conn`` (holding ``tables``, at
+    ``revision``: tables added later are not asked for) lacks: ``table NAME`` for a table, ``TABLE.COLUMN`` for a
+    column of a table it has (``columns=False``: tables only)."""
     have: dict[str, set[str]] = {}
     if columns:  # one catalogue query for all tables where the backend can
         found = inspect(conn).get_multi_columns(filter_names=[t for t in Base.metadata.tables if t in tables])
         have = {name: {c["name"] for c in cols} for (_, name), cols in found.items()}
     out: list[str] = []
     for name, table in Base.metadata.tables.items():
-        if name not in tables:
+        if name not in tables and (revision is None or TABLES_SINCE.get(name, "0000") <= revision):
             out.append(f"table {name}")
         elif columns:
             out += [f"{name}.{c.name}" for c in table.columns if c.name not in have.get(name, set())]
@@ -126,11 +131,11 @@ def inspect_schema(conn: Connection) -> SchemaState:
     if VERSION_TABLE in tables:
         revision = MigrationContext.configure(conn).get_current_revision()
         known = revision is None or revision in _known_revisions()
-        if not tables & PEBENCH_TABLES or not (known or tables >= PEBENCH_TABLES):
+        if not tables & PEBENCH_TABLES or not (known or tables >= FIRST_TABLES):
             return SchemaState("foreign", revision, shown)
         if not known:
             return SchemaState("ahead", revision, shown)
-        missing = missing_pieces(conn, tables, columns=revision == HEAD_REVISION)
+        missing = missing_pieces(conn, tables, columns=revision == HEAD_REVISION, revision=revision)
         if missing or revision is None:
             return SchemaState("incomplete", revision, shown, missing)
         return SchemaState("current" if revision == HEAD_REVISION else "behind", revision, shown)

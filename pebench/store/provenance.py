@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 import pebench
-from pebench.store.database import mask_secrets
+from pebench.store.database import safe_url
 
 
 def git_state(path: Path | None = None) -> tuple[str | None, bool | None]:
@@ -57,5 +57,5 @@ def run_info(device: torch.device, options: dict[str, Any], tier: str, command: 
         "platform": platform.platform(),
         "tier": tier,
         "options": options,
-        "command": mask_secrets(command or " ".join(sys.argv)),
+        "command": safe_url(command or " ".join(sys.argv)),
     }

@@ -38,6 +38,8 @@ class ResultRecord:
     status: str = ResultStatus.OK
     message: str = ""
     code_version: str = ""
+    encoding_fingerprint: str = ""
+    task_fingerprint: str = ""
     metric: str = "accuracy"
     higher_is_better: bool = True
     chance_level: float | None = None
@@ -54,6 +56,9 @@ class ResultRecord:
     reused_from: int | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     curve: list[dict[str, Any]] = field(default_factory=list)
+    fingerprints: list[dict[str, Any]] = field(default_factory=list)
+    """The ``fingerprints`` rows ``encoding_fingerprint`` and ``task_fingerprint`` name (digest, kind, name, options,
+    values, machine), stored with the result unless the database has them already; not a column."""
 
     @classmethod
     def coerce(cls, record: ResultRecord | Mapping[str, Any]) -> ResultRecord:
@@ -67,7 +72,7 @@ class ResultRecord:
         return cls(**record)
 
     def columns(self) -> dict[str, Any]:
-        """The values of the ``results`` row (every field but ``curve``)."""
+        """The values of the ``results`` row (every field but ``curve`` and ``fingerprints``)."""
         return {name: getattr(self, name) for name in RESULT_FIELDS}
 
     def to_json(self) -> str:
@@ -100,5 +105,7 @@ def curve_point(row: Any, metric: str) -> dict[str, Any]:
 
 
 FIELDS = frozenset(f.name for f in fields(ResultRecord))
-if FIELDS - {"curve"} != set(RESULT_FIELDS):  # the record and the schema must not drift apart
-    raise ImportError(f"ResultRecord and the results table differ: {sorted(FIELDS - {'curve'} ^ set(RESULT_FIELDS))}")
+NOT_COLUMNS = frozenset({"curve", "fingerprints"})
+_COLUMNS = FIELDS - NOT_COLUMNS
+if set(RESULT_FIELDS) != _COLUMNS:  # the record and the schema must not drift apart
+    raise ImportError(f"ResultRecord and the results table differ: {sorted(_COLUMNS ^ set(RESULT_FIELDS))}")

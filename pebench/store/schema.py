@@ -6,6 +6,9 @@ Tables:
   and Python versions, device, host) and the command-line options;
 * ``results`` -- one per case (run, encoding, task, train length, eval length, seed) with the config JSON and its
   hash, versions, status (ok / diverged / error) and message, and the metrics;
+* ``fingerprints`` -- the behavioural fingerprints results point to (``results.encoding_fingerprint`` and
+  ``results.task_fingerprint``, :mod:`pebench.engine.fingerprint`): an encoding's probe values or a task's data
+  digest, with the name and options they were computed for and the machine, keyed by their digest;
 * ``curve_points`` -- the learning curve of the model a result was evaluated with: training loss and accuracy, and
   the validation values ``val_1x`` and ``val_2x`` (the result's ``metric`` on held-out batches at the training length
   and at twice it; NULL where not measured).
@@ -32,7 +35,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from pebench.status import RunStatus
 
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 """The Alembic revision of the tables below (``pebench/store/migrations/versions``)."""
 SCHEMA_VERSION = int(HEAD_REVISION)
 """Stored with each run (``runs.schema_version``): the schema revision the run was written with."""
@@ -130,6 +133,8 @@ class Result(Base):
     config: Mapped[dict[str, Any]] = mapped_column(JSONValue)
     config_hash: Mapped[str] = mapped_column(String(32), index=True)
     code_version: Mapped[str] = mapped_column(String(64), default="")
+    encoding_fingerprint: Mapped[str] = mapped_column(String(64), default="")  # a fingerprints.digest; "": none
+    task_fingerprint: Mapped[str] = mapped_column(String(64), default="")  # a fingerprints.digest; "": none
     status: Mapped[str] = mapped_column(String(16))  # a ResultStatus
     message: Mapped[str] = mapped_column(Text, default="")
     metric: Mapped[str] = mapped_column(String(32), default="accuracy")
@@ -152,6 +157,21 @@ class Result(Base):
     curve: Mapped[list[CurvePoint]] = relationship(
         back_populates="result", cascade="all, delete-orphan", order_by="CurvePoint.step"
     )
+
+
+class Fingerprint(Base):
+    """One behavioural fingerprint (:mod:`pebench.engine.fingerprint`): ``kind`` "encoding" (``values``: the probe,
+    name -> list of floats) or "task" (``values``: empty; the digest is the data hash itself)."""
+
+    __tablename__ = "fingerprints"
+
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(64))
+    options: Mapped[dict[str, Any]] = mapped_column(JSONValue, default=dict)
+    values: Mapped[dict[str, Any]] = mapped_column(JSONValue, default=dict)
+    machine: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class CurvePoint(Base):

@@ -4,7 +4,8 @@ disposed however the session ends.
 
 A session that runs no case (:func:`dry_run`: ``--collect-only`` and the like) checks the options and the database as
 a run would -- a foreign, newer, incomplete or corrupt database is refused -- and writes nothing: no database file is
-created, none upgraded, and no directory left behind (:func:`leave_no_benchmark_storage`).
+created, none upgraded, and no directory left behind. No session leaves pytest-benchmark's storage directory behind
+unless something was saved in it (:func:`leave_no_benchmark_storage`).
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ def dry_run(config: pytest.Config) -> bool:
 
 
 def leave_no_benchmark_storage(config: pytest.Config) -> None:
-    """pytest-benchmark creates its storage directory (``.benchmarks`` in the current directory) in every session it
-    configures, ``--help`` and ``--collect-only`` included: in a session that runs no case, a storage directory that
-    was not there before is removed again at the end when still empty, so the file system is left as it was."""
+    """pytest-benchmark creates its storage directory (``.benchmarks`` in the current directory, or
+    ``--benchmark-storage``) in every session it configures, ``--help`` and ``--collect-only`` included, but writes
+    to it only when asked (``--benchmark-save``, ``--benchmark-autosave``): a storage directory that was not there
+    before the session is removed again at its end when still empty, so a session that saved nothing there leaves
+    no directory behind. (Called before pytest-benchmark's own ``pytest_configure``, which runs last.)"""
     storage = config.getoption("benchmark_storage", None)
     if not isinstance(storage, str) or not storage.startswith("file://"):
         return

@@ -44,7 +44,7 @@ from pebench.plugins import INI_OPTION
 from pebench.registry import parse_names
 from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
-from pebench.suite.database import baseline, dry_run, is_worker, leave_no_benchmark_storage, open_database
+from pebench.suite.database import baseline, is_worker, leave_no_benchmark_storage, open_database
 from pebench.suite.sharding import parse_shard
 from pebench.suite.state import ONE_RATE_BECAUSE, STATE, SuiteState
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
@@ -209,11 +209,11 @@ def _check_report_path(config: pytest.Config) -> str | None:
         raise PebenchError("--with-reference puts the run beside the reference results on the --report page: give "
                            "--report PATH too (or run pebench report --with-reference afterwards)")  # fmt: skip
     from pebench.analysis.reference import check_fresh, reference_url
-    from pebench.store.database import check_db
+    from pebench.store.database import check_db, safe_url
 
     url = reference_url(config.getoption("with_reference"))
     if check_db(url).kind != "current":
-        raise PebenchError(f"--with-reference {url}: not a pebench results database of this version "
+        raise PebenchError(f"--with-reference {safe_url(url)}: not a pebench results database of this version "
                            "(pebench db status --db URL says why)")  # fmt: skip
     if not config.getoption("allow_stale"):
         check_fresh(url)
@@ -226,8 +226,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:  # also outside this repository (pytest --pyargs pebench.suite, pebench run)
         config.addinivalue_line("markers", marker)
     shows_text = config.getoption("help", False) or config.getoption("markers", False)
-    if shows_text or dry_run(config):
-        leave_no_benchmark_storage(config)
+    leave_no_benchmark_storage(config)  # pytest-benchmark's .benchmarks stays only when something was saved in it
     if shows_text:
         return
     try:  # plugins first: their encodings and tasks are valid names for every check below

@@ -27,7 +27,7 @@ from pebench.engine.settings import dests
 from pebench.errors import PebenchError
 from pebench.plugins import load_entry_points, loaded
 from pebench.status import RunStatus
-from pebench.store.database import add_result, error_line, finish_run, mask_secrets, safe_url, start_run
+from pebench.store.database import add_result, error_line, finish_run, safe_url, start_run
 from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.provenance import run_info
 from pebench.store.record import ResultRecord
@@ -122,7 +122,7 @@ class ResultWriter:
     def write(self, record: ResultRecord) -> None:
         if self.run_id is None:
             info = run_info(pick_device(self.settings.device), run_options(self.config, self.state),
-                            self.config.getoption("tier"), mask_secrets(" ".join(sys.argv)))  # fmt: skip
+                            self.config.getoption("tier"), safe_url(" ".join(sys.argv)))  # fmt: skip
             mark_interrupted(self.engine)
             self.run_id = start_run(self.engine, info)
             self.heartbeat = Heartbeat(self.engine, self.run_id)

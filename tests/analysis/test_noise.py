@@ -76,7 +76,7 @@ def test_the_spread_applies_only_to_the_configuration_it_was_measured_with():
 
 def test_the_stop_rule_is_not_part_of_the_protocol():
     """A model stopped when learned is its budget run's at an earlier point, with at most the budget side's spread
-    (docs/data/stop_verdicts), so the spread measured at the budget serves both."""
+    (studies/stop_verdicts), so the spread measured at the budget serves both."""
     stopped = {**CONFIG, "train": {**CONFIG["train"], "stop": {"rule": "learned", "accuracy": 0.99, "window": 3}}}
     assert protocol_hash(stopped) == protocol_hash(CONFIG)
     other = {**CONFIG, "train": {**CONFIG["train"], "lr": 0.01}}

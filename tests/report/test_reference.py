@@ -154,17 +154,20 @@ def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys, monkey
 def test_shipped_reference_is_whole_and_current():
     """The reference that ships with pebench (issue 29 item 5): five finished runs holding every registered encoding
     on every task it applies to, the core five and the randomized pair at three seeds, every result ok, and every
-    cell trained by this pebench's code. A change to a hashed file (model, trainer, packing, an encoding or task)
-    fails here: rebuild the reference (docs/data/reference_parts/BUILD.md) or the page marks it stale."""
-    from pebench.analysis.reference import REFERENCE_FILE, reference_url
+    cell what this pebench computes, by its behavioural fingerprints (pebench.engine.fingerprint), which every result
+    carries. A change that moves an encoding's probe or a task's data fails here and names the cells: rebuild them
+    (studies/reference/README.md) or the page marks them stale; a change that computes the same passes."""
+    from pebench.analysis.reference import REFERENCE_FILE, reference_url, stale_in
     from pebench.encodings.registry import not_applicable
-    from pebench.engine.code import stale_cells
     from pebench.store.database import open_db
     from pebench.store.load import load_light
 
     assert reference_url(None) == f"sqlite:///{REFERENCE_FILE}"
-    df = load_light(open_db(reference_url(None), create=False))
-    assert stale_cells(df) == []
+    engine = open_db(reference_url(None), create=False)
+    df = load_light(engine)
+    assert (df.encoding_fingerprint != "").all() and (df.task_fingerprint != "").all()
+    assert stale_in(engine) == ([], 1519)
+    engine.dispose()
     runnable = {(e, t) for e in encodings.available() for t in tasks.available()
                 if not_applicable(e, tasks.build(t)) is None}  # fmt: skip
     assert set(zip(df.encoding, df.task, strict=True)) == runnable and len(runnable) > 1500

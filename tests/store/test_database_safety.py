@@ -8,7 +8,7 @@ import pytest
 
 from pebench import store
 from pebench.errors import DatabaseError
-from pebench.store.database import mask_secrets, safe_url
+from pebench.store.database import safe_url
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = {"package_version": "0", "torch_version": "t", "python_version": "3", "device": "cpu", "host": "h"}
@@ -49,8 +49,8 @@ def test_passwords_are_masked_wherever_shown():
     url = "postgresql+psycopg://pebench:s3cret@db.example:5432/results"
     assert safe_url(url) == "postgresql+psycopg://pebench:***@db.example:5432/results"
     command = f"pytest suite --db {url} -k L64"
-    assert mask_secrets(command) == "pytest suite --db postgresql+psycopg://pebench:***@db.example:5432/results -k L64"
-    assert mask_secrets("sqlite:///results.db") == "sqlite:///results.db"
+    assert safe_url(command) == "pytest suite --db postgresql+psycopg://pebench:***@db.example:5432/results -k L64"
+    assert safe_url("sqlite:///results.db") == "sqlite:///results.db"
     with pytest.raises(DatabaseError) as err:  # no driver installed or no server: the message has no password
         store.open_db("postgresql+nosuchdriver://pebench:s3cret@localhost:1/results")
     assert "s3cret" not in str(err.value) and "***" in str(err.value)
