@@ -45,8 +45,8 @@ from sqlalchemy.orm import Session
 from pebench.errors import PebenchError
 from pebench.status import RunStatus
 from pebench.store.database import open_db, resolve_run_id, safe_url, session_scope
-from pebench.store.load import curve_owners
 from pebench.store.fingerprints import load_fingerprints, store_fingerprints
+from pebench.store.load import curve_owners
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result, Run
 
 IGNORED_OPTIONS = ("shard", "numprocesses", "baseline", "baseline_run", "merged_from")
