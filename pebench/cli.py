@@ -17,22 +17,6 @@ from pebench.errors import PebenchError
 from pebench.suite.launch import run_suite
 
 
-def _ranges(values: list[int]) -> str:
-    """``[1, 2, 3, 5, 8, 9]`` -> ``"[1-3, 5, 8, 9]"`` (runs of three or more consecutive integers collapsed)."""
-    parts: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        if j - i >= 2:
-            parts.append(f"{values[i]}-{values[j]}")
-        else:
-            parts.extend(str(v) for v in values[i : j + 1])
-        i = j + 1
-    return "[" + ", ".join(parts) + "]"
-
-
 def load_plugins(given: Sequence[str]) -> None:
     """The encodings and tasks of installed entry points, of the project's ini option ``pebench_plugins`` and of
     ``--plugin``, as the suite loads them (:mod:`pebench.plugins`)."""
@@ -52,6 +36,7 @@ def _from(registry: object, name: str) -> str:
 def _list(args: argparse.Namespace) -> int:
     from pebench import encodings, tasks
     from pebench.encodings.registry import ENCODINGS
+    from pebench.suite.summary import lengths_text
     from pebench.tasks.registry import TASKS
 
     load_plugins(args.pebench_plugins)
@@ -71,9 +56,10 @@ def _list(args: argparse.Namespace) -> int:
             lo, hi = t.train_range
             train = f"{lo}" if lo == hi else f"{lo}-{hi}"
             print(
-                f"{name:<{width}}  train {train}, eval quick {_ranges(t.eval_lengths('quick'))} "
-                f"full {_ranges(t.eval_lengths('full'))}, {t.metric} ({'higher' if t.higher_is_better else 'lower'} "
-                f"is better), chance {t.chance_level:.3g}  -- {t.description}"
+                f"{name:<{width}}  train {train}, eval quick {lengths_text(t.eval_lengths('quick'))} "
+                f"full {lengths_text(t.eval_lengths('full'))}, {t.metric} "
+                f"({'higher' if t.higher_is_better else 'lower'} is better), chance {t.chance_level:.3g}  "
+                f"-- {t.description}"
                 + (f"  (annotations: {', '.join(sorted(t.annotations))})" if t.annotations else "")
                 + _from(TASKS, name)
             )
@@ -262,6 +248,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from pebench.bench.spread import shipped_spread_command
     from pebench.engine.settings import add_flags, dests
+    from pebench.suite import rebuild
     from pebench.testing import new as new_command
 
     parser = Parser(prog="pebench", description=__doc__)
@@ -290,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-throughput", action="store_true", help="leave out the timed property (throughput vs rope)")
     p.set_defaults(func=_check)
     new_command.add_parser(sub)  # pebench new encoding|task NAME: a starting plugin file and its test
+    rebuild.add_parser(sub)  # pebench rebuild: retrain the stale cells of a reference
 
     p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
     p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
@@ -331,8 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("results", help="print the results stored in a database")
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default=None, help="run id, latest or previous (default: all)")
-    p.add_argument("--stale", action="store_true", help="list only the (encoding, task) cells whose latest result "
-                   "was trained by other code than this pebench's (another code_version): to be rebuilt")  # fmt: skip
+    p.add_argument("--stale", action="store_true", help="list only the (encoding, task) cells whose latest result is "
+                   "not what this pebench computes (its encoding's probe or data moved): to be rebuilt")  # fmt: skip
     p.set_defaults(func=_results)
 
     p = sub.add_parser("report", help="render the leaderboard of a run as one self-contained HTML page")

@@ -17,8 +17,8 @@ rate is put beside reference cells of the same rates, each at its own chosen rat
 left out of the key, the grid being the same), and a run at one rate beside one-rate reference results only; the
 reference cells of the other protocol are listed with why (:func:`protocol_split`).
 
-A reference result trained by other code than the installed pebench (another ``code_version`` than it computes
-for that encoding and task: the model, trainer, bases or the encoding's or task's module changed since) is still the
+A reference result that is not what the installed pebench computes (its encoding's behavioural probe or its task's
+data moved since, :func:`pebench.engine.code.staleness`; a refactor that computes the same keeps it) is still the
 same configuration, but not the same experiment: it is refused in one line naming the cells and the fix (rebuild
 them, or ``--allow-stale`` to show them, counted as stale on the page). :func:`check_fresh` refuses a reference
 database with such cells before a run trains anything (issue 33 item 4).
@@ -123,7 +123,7 @@ class Joined:
     not_comparable: list[str] = field(default_factory=list)
     """One line per reference (encoding, task) left out, with why."""
     stale: int = 0
-    """Joined rows trained by other code than the installed pebench (:func:`pebench.engine.code.stale_cells`)."""
+    """Joined rows that are not what the installed pebench computes (:func:`pebench.engine.code.stale_cells`)."""
     stale_cells: list[str] = field(default_factory=list)
     """The (encoding, task) cells of those rows: ``rope on k_back``."""
 
@@ -168,8 +168,8 @@ def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False,
     return Joined(rows, sorted(set(rows["encoding"])), out, int(old.sum()), cells)
 
 
-FIX = ("rebuild them (pebench results --stale --db URL lists the cells; rerun them with --reuse) or give "
-       "--allow-stale to show them counted as stale")
+FIX = ("rebuild them (pebench results --stale --db URL lists the cells; pebench rebuild --db URL retrains them) "
+       "or give --allow-stale to show them counted as stale")
 
 
 def _listed(cells: list[str], most: int = 3) -> str:
@@ -179,7 +179,7 @@ def _listed(cells: list[str], most: int = 3) -> str:
 def stale_text(joined: Joined) -> str:
     """The one line refusing stale joined rows (:attr:`Joined.stale`)."""
     return (f"{joined.stale} reference result(s) in {len(joined.stale_cells)} cell(s) ({_listed(joined.stale_cells)}) "
-            f"do not compute what this pebench computes; {FIX}")
+            f"are not what this pebench computes; {FIX}")
 
 
 def nothing_comparable_text(joined: Joined) -> str:
@@ -192,8 +192,8 @@ def nothing_comparable_text(joined: Joined) -> str:
 
 
 def check_fresh(url: str) -> None:
-    """Refuse the reference database at ``url`` in one line when any of its cells was trained by other code than the
-    installed pebench (:func:`pebench.engine.code.stale_cells`): its results are not this pebench's experiment."""
+    """Refuse the reference database at ``url`` in one line when any of its cells is not what this pebench computes
+    (:func:`pebench.engine.code.stale_cells`): its results are not this pebench's experiment."""
     try:
         engine = open_db(url, create=False)
     except PebenchError as err:  # named as the reference, not as --db
@@ -204,8 +204,8 @@ def check_fresh(url: str) -> None:
         engine.dispose()
     if lines:
         cells = [line.split(":", 1)[0] for line in lines]
-        raise PebenchError(f"--with-reference {safe_url(url)}: {len(cells)} cell(s) ({_listed(cells)}) were trained "
-                           f"by code that computes otherwise than this pebench; {FIX}")
+        raise PebenchError(f"--with-reference {safe_url(url)}: {len(cells)} cell(s) ({_listed(cells)}) are not what "
+                           f"this pebench computes; {FIX}")
 
 
 def stale_in(engine: Engine, run: int | str | None = None) -> tuple[list[str], int]:

@@ -271,11 +271,12 @@ _FLAGS = (
           "results of every encoding it did not run, where comparable (same task version and configuration); URL: "
           "a database of reference runs (default: the results shipped with pebench)",
           {"nargs": "?", "const": "", "default": None, "metavar": "URL"}, "suite"),
-    _flag("--allow-stale", "allow_stale", "with --with-reference: show reference results trained by other pebench "
-          "code (another code_version) too, counted as stale on the page (default: refuse them, naming the cells)",
+    _flag("--allow-stale", "allow_stale", "with --with-reference: show reference results that are not what this "
+          "pebench computes too, counted as stale on the page (default: refuse them, naming the cells)",
           {"action": "store_true"}, "suite"),
-    _flag("--reuse", "reuse", "copy a case's result from an earlier run with the same config hash and code version "
-          "instead of training (marked reused_from in the database)", {"action": "store_true"}, "regression", "run"),
+    _flag("--reuse", "reuse", "copy a case's result from an earlier run with the same config hash, computed by "
+          "code that computes the same (its fingerprints), instead of training (marked reused_from in the database)",
+          {"action": "store_true"}, "regression", "run"),
     _flag("--baseline", "baseline", "fail each case that regressed against this run of the database (previous: the "
           "newest run before this one)", {"metavar": "previous|RUN_ID"}, "regression", "run"),
     _flag("--tolerance", "tolerance", f"absolute drop tolerated for accuracy-like metrics (default "

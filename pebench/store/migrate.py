@@ -46,6 +46,8 @@ VERSION_TABLE = "alembic_version"
 PEBENCH_TABLES = frozenset(Base.metadata.tables)
 TABLES_SINCE = {"fingerprints": "0005"}
 """Tables added after the first revision, with the revision that added them: an older database lacks them rightly."""
+RESULT_COLUMNS_SINCE = {"encoding_fingerprint": "0005", "task_fingerprint": "0005"}
+"""``results`` columns added after the legacy revisions (a legacy database lacks them rightly)."""
 FIRST_TABLES = PEBENCH_TABLES - set(TABLES_SINCE)
 LEGACY_REVISIONS = {"0001": set(), "0002": {"code_version", "reused_from"}}
 """Revisions a database without ``alembic_version`` can be at, told apart by these ``results`` columns."""
@@ -95,7 +97,8 @@ def _legacy_revision(conn: Connection, tables: set[str]) -> str | None:
     are not pebench's."""
     if not tables >= FIRST_TABLES:
         return None
-    first = {c.name for c in Base.metadata.tables["results"].columns} - set().union(*LEGACY_REVISIONS.values())
+    first = ({c.name for c in Base.metadata.tables["results"].columns} - set().union(*LEGACY_REVISIONS.values())
+             - set(RESULT_COLUMNS_SINCE))
     results = _columns(conn, "results")
     if not first <= results or not {"id", "status", "host", "started_at"} <= _columns(conn, "runs"):
         return None

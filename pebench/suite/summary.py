@@ -98,3 +98,19 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
             line = f"  {name:<{width}}  " + " ".join(f"{values[L]:>{col}}" for L in ids) + " |"
             lines.append(line + "".join(f" {values[L]:>{col}}" for L in oods) + f"  {how_far:>7}")
     return lines
+
+
+def lengths_text(values: list[int]) -> str:
+    """``[1, 2, 3, 5, 8, 9]`` -> ``"[1-3, 5, 8, 9]"`` (runs of three or more consecutive integers collapsed)."""
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        if j - i >= 2:
+            parts.append(f"{values[i]}-{values[j]}")
+        else:
+            parts.extend(str(v) for v in values[i : j + 1])
+        i = j + 1
+    return "[" + ", ".join(parts) + "]"

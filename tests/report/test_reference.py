@@ -2,6 +2,7 @@
 the configuration is the same but for the encoding (issue 29 item 6); ``pebench results --stale`` (item 5)."""
 
 import contextlib
+import json
 import sqlite3
 
 import pandas as pd
@@ -95,27 +96,38 @@ def test_stale_cells_are_listed(run_suite, tiny, tmp_path, capsys):
     capsys.readouterr()
     assert main(["results", "--db", url, "--stale"]) == 0
     assert capsys.readouterr().out.strip() == "0 stale cell(s) of 2 (encoding, task) pairs"
-    with sqlite3.connect(tmp_path / "r.db") as con:
+    with sqlite3.connect(tmp_path / "r.db") as con:  # another source that computes the same: still current
         con.execute("UPDATE results SET code_version = 'old' WHERE encoding = 'alibi'")
     assert main(["results", "--db", url, "--stale"]) == 0
+    assert capsys.readouterr().out.strip() == "0 stale cell(s) of 2 (encoding, task) pairs"
+    with sqlite3.connect(tmp_path / "r.db") as con:  # alibi's results as made by code that computes otherwise
+        row = con.execute("SELECT kind, name, options, \"values\", machine, created_at FROM fingerprints "
+                          "WHERE name = 'alibi'").fetchone()  # fmt: skip
+        values = json.loads(row[3])
+        values["weights"] = [values["weights"][0] * (1 + 1e-6)]
+        con.execute("INSERT INTO fingerprints VALUES ('other', ?, ?, ?, ?, ?, ?)",
+                    (row[0], row[1], row[2], json.dumps(values), row[4], row[5]))  # fmt: skip
+        con.execute("UPDATE results SET encoding_fingerprint = 'other' WHERE encoding = 'alibi'")
+    assert main(["results", "--db", url, "--stale"]) == 0
     out = capsys.readouterr().out
-    assert "alibi on k_back: trained by code old (run 1), this pebench is " in out and "1 stale cell(s) of 2" in out
+    assert "alibi on k_back: its encoding computes otherwise" in out and "1 stale cell(s) of 2" in out
     # a reference with a stale cell is refused in one line before anything is trained or written (issue 33 item 4)
     mine, page = tmp_path / "mine.db", tmp_path / "page.html"
     proc = run_suite("--encoding", "sinusoidal", "--task", "k_back", "-k", "L64", *tiny, "--steps", "2",
                      "--no-cache", "--db", f"sqlite:///{mine}", "--report", str(page), "--with-reference", url)
     assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.output
-    assert f"--with-reference {url}: 1 cell(s) (alibi on k_back) were trained by other code than this pebench; " \
+    assert f"--with-reference {url}: 1 cell(s) (alibi on k_back) are not what this pebench computes; " \
            "rebuild them (pebench results --stale --db URL lists the cells" in proc.stderr  # fmt: skip
     assert not mine.exists() and not page.exists()
     assert run_suite("--encoding", "sinusoidal", "--task", "k_back", "-k", "L64", *tiny, "--steps", "2",
                      "--no-cache", "--db", f"sqlite:///{mine}").returncode == 0  # fmt: skip
     capsys.readouterr()
     assert main(["report", "--db", f"sqlite:///{mine}", "-o", str(page), "--with-reference", url]) == 2
-    assert "1 cell(s) (alibi on k_back) were trained by other code" in capsys.readouterr().err and not page.exists()
+    assert "1 cell(s) (alibi on k_back) are not what this pebench computes" in capsys.readouterr().err
+    assert not page.exists()
     assert main(["report", "--db", f"sqlite:///{mine}", "-o", str(page), "--with-reference", url,
                  "--allow-stale"]) == 0  # fmt: skip
-    assert "1 of them were trained by other pebench code" in page.read_text()
+    assert "1 of them are not what this pebench computes" in page.read_text()
     assert main(["report", "--db", f"sqlite:///{mine}", "-o", str(page), "--allow-stale"]) == 2
     assert "give --with-reference [URL] too" in capsys.readouterr().err
 
@@ -127,8 +139,8 @@ def test_a_reference_from_other_code_than_the_run_is_named():
     ref["code_version"] = [code_version(encodings.get("nope"), tasks.get("k_back")), "c0"]  # alibi: other code
     joined = join(run, ref)
     assert joined.stale == 1 and joined.stale_cells == ["alibi on k_back"]
-    assert stale_text(joined).startswith("1 reference result(s) in 1 cell(s) (alibi on k_back) were trained by "
-                                         "other code than this pebench; rebuild them")  # fmt: skip
+    assert stale_text(joined).startswith("1 reference result(s) in 1 cell(s) (alibi on k_back) are not what this "
+                                         "pebench computes; rebuild them")  # fmt: skip
 
 
 def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys, monkeypatch):

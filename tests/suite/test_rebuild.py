@@ -1,0 +1,65 @@
+"""``pebench rebuild``: only the stale cells of a reference are retrained, with the run's own options, and put in
+place of the old ones; the others stay as they were."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from pebench.store.database import open_db
+from pebench.store.schema import Fingerprint, Result
+from pebench.suite.rebuild import run_flags
+
+
+def _pebench(cwd, *args):
+    env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB" and not k.startswith("PYTEST_XDIST_")}
+    return subprocess.run([sys.executable, "-m", "pebench", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+
+
+def test_run_flags_reproduce_the_stored_options_that_are_not_defaults():
+    options = {"seeds": 3, "lr_sweep": "0.001,0.003", "tier": "quick", "reuse": True, "encoding": "rope",
+               "sweep": ["layers=1,2"], "lr_halving": False, "keyword": "L64", "d_model": 128,
+               "steps": None}  # fmt: skip
+    assert run_flags(options) == ["--seeds=3", "--sweep", "layers=1,2", "--lr-sweep=0.001,0.003", "-k", "L64"]
+    assert run_flags({"lr_sweep": None}) == ["--lr-sweep=off"]  # stored None: the run trained one rate
+
+
+def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, tiny, tmp_path):
+    url = f"sqlite:///{tmp_path / 'ref.db'}"
+    built = run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4",
+                      "--no-cache", "--db", url)  # fmt: skip
+    assert built.returncode == 0, built.output
+    engine = open_db(url, create=False)
+    with Session(engine) as s, s.begin():  # alibi's results as if another computation had made them
+        row = s.get(Fingerprint, s.scalar(select(Result.encoding_fingerprint).where(Result.encoding == "alibi")))
+        values = dict(row.values) | {"weights": [row.values["weights"][0] * (1 + 1e-6)]}
+        s.add(Fingerprint(digest="other", kind="encoding", name="alibi", options=row.options, values=values))
+        s.execute(update(Result).where(Result.encoding == "alibi").values(encoding_fingerprint="other"))
+        before = {e: sorted(s.scalars(select(Result.id).where(Result.encoding == e))) for e in ("rope", "alibi")}
+    engine.dispose()
+    stale = _pebench(tmp_path, "results", "--stale", "--db", url)
+    assert "alibi on k_back: its encoding computes otherwise" in stale.stdout and "rope on" not in stale.stdout
+    dry = _pebench(tmp_path, "rebuild", "--db", url, "--dry-run")
+    assert "1 stale cell(s) in 1 group(s)" in dry.stdout and "run 1: alibi on k_back" in dry.stdout
+    early = _pebench(tmp_path, "rebuild", "--db", url, "--merge")
+    assert early.returncode == 2 and "not complete yet (run1-alibi.db)" in early.stderr
+    trained = _pebench(tmp_path, "rebuild", "--db", url, "--", "--no-cache")
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    assert (tmp_path / "rebuild-parts" / "run1-alibi.db").is_file()
+    again = _pebench(tmp_path, "rebuild", "--db", url)  # resumable: a complete group is not trained again
+    assert "done already" in again.stdout
+    merged = _pebench(tmp_path, "rebuild", "--db", url, "--merge")
+    assert merged.returncode == 0 and "merged 1 result(s)" in merged.stdout, merged.stdout + merged.stderr
+    assert "0 stale cell(s) of 2" in _pebench(tmp_path, "results", "--stale", "--db", url).stdout
+    engine = open_db(url, create=False)
+    with Session(engine) as s:
+        after = {e: sorted(s.scalars(select(Result.id).where(Result.encoding == e))) for e in ("rope", "alibi")}
+        assert s.scalars(select(Result.encoding_fingerprint).where(Result.encoding == "alibi")).all() != ["other"]
+        assert s.scalars(select(Result.run_id).distinct()).all() == [1]  # in place, in the run that held them
+    engine.dispose()
+    assert after["rope"] == before["rope"] and len(after["alibi"]) == len(before["alibi"]) == 1
