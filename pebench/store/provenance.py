@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 import pebench
+from pebench.engine.device import cpu_description
 from pebench.store.database import safe_url
 
 
@@ -36,10 +37,13 @@ def git_state(path: Path | None = None) -> tuple[str | None, bool | None]:
 
 
 def device_name(device: torch.device) -> str:
+    """The device as a run records it: the GPU's name; for the CPU its model, torch's CPU capability (ISA level) and
+    BLAS (:func:`pebench.engine.device.cpu_description`) and the thread count, which decide whether a float result
+    reproduces bit for bit (docs/reproducibility.md)."""
     if device.type == "cuda":
         return f"cuda:{torch.cuda.get_device_name(device)}"
     if device.type == "cpu":
-        return f"cpu:{platform.processor() or platform.machine()} x{torch.get_num_threads()} threads"
+        return f"cpu:{cpu_description()} x{torch.get_num_threads()} threads"[:128]
     return device.type
 
 

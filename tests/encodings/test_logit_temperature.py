@@ -21,7 +21,8 @@ from pebench.encodings.irope import temperature
 from pebench.encodings.registry import wrappable
 from pebench.encodings.ssmax import ssmax_bases
 from pebench.errors import OptionError, UnknownNameError
-from pebench.models.transformer import Attention, ModelConfig, Transformer, causal_mask
+from pebench.models.attention import causal_mask
+from pebench.models.transformer import Attention, ModelConfig, Transformer
 
 VOCAB, D, HEADS, LAYERS, T = 17, 32, 4, 2, 12
 

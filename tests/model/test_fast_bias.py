@@ -17,7 +17,7 @@ from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.base import PositionMemo
 from pebench.encodings.tape import TAPE
-from pebench.models import transformer as tm
+from pebench.models import attention as tm
 from pebench.models.transformer import ModelConfig, Transformer
 
 VOCAB, D, LAYERS, HEADS, MAX_LEN = 17, 32, 2, 4, 256
