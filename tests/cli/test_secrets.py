@@ -23,7 +23,7 @@ NOWHERE = f"postgresql+psycopg://pebench:{PLANTED}@127.0.0.1:1/none"
 """A server that does not exist: each command's error path."""
 NO_DRIVER = f"postgresql://pebench:{PLANTED}@127.0.0.1:1/none"
 """SQLAlchemy's default PostgreSQL driver (psycopg2, not a dependency): cannot be opened, or no server."""
-URL_COMMANDS = {"run", "results", "report", "findings", "compare", "merge", "db", "seed-spread", "bench"}
+URL_COMMANDS = {"run", "results", "report", "findings", "compare", "merge", "db", "seed-spread", "bench", "rebuild"}
 """The commands that take a database URL: ``--db``, ``--with-reference``, ``--lr-verdicts``, merge's parts and -o."""
 
 
@@ -101,6 +101,8 @@ ERROR_ARGVS = [
     ["merge", "{url}::1", "-o", "{out}/m.db"],
     ["merge", "{path}::1", "-o", "{url}"],
     ["bench", "--lr-verdicts", "{url}"],
+    ["rebuild", "--db", "{url}", "--dry-run"],
+    ["rebuild", "--db", "{url}", "--merge"],
     ["results", "--bogus", "{url}"],  # argparse's own error names the URL
 ]
 
@@ -122,7 +124,8 @@ def test_an_error_shows_the_url_without_its_password(sqlite_db, tmp_path, capfd,
 def test_the_default_database_from_the_environment_is_masked_too(tmp_path, capfd, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PEBENCH_DB", NOWHERE)
-    for argv in (["results"], ["db", "status"], ["findings"], ["seed-spread"], ["compare", "1", "2"]):
+    for argv in (["results"], ["db", "status"], ["findings"], ["seed-spread"], ["compare", "1", "2"],
+                 ["rebuild", "--dry-run"]):
         code, printed = _run(capfd, argv)
         assert code == 2 and PLANTED not in printed and "***" in printed, printed
 
@@ -174,6 +177,7 @@ def test_every_command_on_a_real_database_shows_no_password(planted, sqlite_db, 
     # every reading command
     run("results", "--db", planted)
     run("results", "--db", planted, "--stale")
+    assert run("rebuild", "--db", planted, "--dry-run").startswith(f"{shown}: ")
     assert f"of {shown}:" in run("findings", "--db", planted)
     assert shown in run("findings", "--db", planted, "--json")
     run("compare", "1", "2", "--db", planted, codes=(0, 1))
