@@ -27,10 +27,14 @@ encoding's cells, one to a task generator that task's, one to the shared engine 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import json
 import math
+import os
 import platform
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -255,28 +259,92 @@ def machine() -> str:
 
 _PROBES: dict[tuple[Any, ...], dict[str, Any]] = {}
 _TASKS: dict[tuple[Any, ...], dict[str, Any]] = {}
+CACHE_ENV = "PEBENCH_FINGERPRINT_CACHE"
+"""The on-disk cache of fingerprints: a JSON file (default ``~/.cache/pebench/fingerprints.json``, or under
+``$XDG_CACHE_HOME``); ``off`` switches it off."""
+
+
+def cache_file() -> Path | None:
+    """Where computed fingerprints are kept between processes (:data:`CACHE_ENV`); None when switched off."""
+    given = os.environ.get(CACHE_ENV, "")
+    if given == "off":
+        return None
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return Path(given) if given else base / "pebench" / "fingerprints.json"
+
+
+@functools.lru_cache(maxsize=1)
+def _package_source() -> str:
+    """SHA-256 of every source file of the installed pebench: a cached fingerprint is used only by the same source."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _cache_key(kind: str, cls: type, config: str) -> str:
+    """The identity of a fingerprint computed here: its kind, class, configuration, the probe's version, pebench's
+    and the plugin's source, torch and the CPU. The same key is the same computation, so its values can be reused."""
+    from pebench.plugins import external_files
+
+    plugin = [p.read_bytes().hex() for p in external_files(cls)]
+    given = [kind, cls.__module__, cls.__qualname__, config, PROBE_VERSION, _package_source(), plugin,
+             torch.__version__, machine().split(";")[0]]  # fmt: skip
+    return hashlib.sha256(canonical_json(given).encode()).hexdigest()
+
+
+def _cached(kind: str, cls: type, config: str, compute: Any) -> dict[str, Any]:
+    """The fingerprint row of ``(kind, cls, config)`` from the disk cache, else ``compute()``d and kept there."""
+    path, key = cache_file(), _cache_key(kind, cls, config)
+    table: dict[str, Any] = {}
+    if path is not None and path.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            table = json.loads(path.read_text())
+    if key in table:
+        return table[key]
+    row = compute()
+    if path is not None:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(table | {key: row}))
+            tmp.replace(path)  # atomic; a writer at the same instant may win, which costs a recomputation only
+    return row
 
 
 def encoding_fingerprint(name: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """This pebench's fingerprint row of encoding ``name`` with (resolved) ``options``: digest, kind, name, options,
-    values (the probe) and machine; computed once per process and class. An encoding that cannot run in float64
-    (a plugin casting to float32 by hand) is probed in float32, marked ``dtype`` 32 and compared at :data:`RTOL32`."""
+    values (the probe) and machine; computed once per source, machine and torch (:func:`cache_file`). An encoding
+    that cannot run in float64 (a plugin casting to float32 by hand) is probed in float32, marked ``dtype`` 32 and
+    compared at :data:`RTOL32`."""
     opts = dict(options or {})
-    key = (name, encodings.get(name), canonical_json(opts))
-    if key not in _PROBES:
+    cls = encodings.get(name)
+    key = (name, cls, canonical_json(opts))
+
+    def compute() -> dict[str, Any]:
         try:
             values = encoding_probe(name, opts)
         except RuntimeError:
             values = encoding_probe(name, opts, torch.float32) | {"dtype": [32.0]}
-        _PROBES[key] = {"digest": probe_digest(values, name, opts), "kind": "encoding", "name": name, "options": opts,
-                        "values": values, "machine": machine()}  # fmt: skip
+        return {"digest": probe_digest(values, name, opts), "kind": "encoding", "name": name, "options": opts,
+                "values": values, "machine": machine()}  # fmt: skip
+
+    if key not in _PROBES:
+        _PROBES[key] = _cached("encoding", cls, f"{name}:{key[2]}", compute)
     return _PROBES[key]
 
 
 def task_fingerprint(task: Task) -> dict[str, Any]:
-    """This pebench's fingerprint row of ``task`` as built (:func:`task_digest`), once per process and class."""
+    """This pebench's fingerprint row of ``task`` as built (:func:`task_digest`), once per source, machine and torch
+    (:func:`cache_file`)."""
     key = (type(task), canonical_json(task.config()))
+
+    def compute() -> dict[str, Any]:
+        return {"digest": task_digest(task), "kind": "task", "name": task.name, "options": dict(task.opts),
+                "values": {}, "machine": machine()}  # fmt: skip
+
     if key not in _TASKS:
-        _TASKS[key] = {"digest": task_digest(task), "kind": "task", "name": task.name, "options": dict(task.opts),
-                       "values": {}, "machine": machine()}  # fmt: skip
+        _TASKS[key] = _cached("task", type(task), key[1], compute)
     return _TASKS[key]

@@ -22,9 +22,11 @@ RECORDS = Path(__file__).parents[1] / "data" / "fingerprints"
 
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch):
-    """Each test computes its fingerprints anew (the process keeps them once computed)."""
+    """Each test computes its fingerprints anew (the process and the disk cache keep them once computed): these tests
+    change code in memory, which the disk cache's key (the source files) cannot see."""
     monkeypatch.setattr(fp, "_PROBES", {})
     monkeypatch.setattr(fp, "_TASKS", {})
+    monkeypatch.setenv(fp.CACHE_ENV, "off")
 
 
 def test_recorded_probes_of_other_kernels_and_threads_lie_far_inside_the_tolerance():
@@ -129,3 +131,18 @@ def test_the_task_digest_is_exact_and_covers_every_length_and_split():
     assert fp.task_digest(k_back) != fp.task_digest(tasks.build("copy"))
     torch.manual_seed(0)  # the digest draws from its own generators only
     assert fp.task_digest(k_back) == fp.task_digest(tasks.build("k_back"))
+
+
+def test_the_disk_cache_keeps_a_fingerprint_for_the_same_source_and_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv(fp.CACHE_ENV, str(tmp_path / "fp.json"))
+    first = fp.encoding_fingerprint("alibi")
+    monkeypatch.setattr(fp, "_PROBES", {})
+    monkeypatch.setattr(fp, "encoding_probe", lambda *a, **k: pytest.fail("computed again"))
+    assert fp.encoding_fingerprint("alibi") == first  # from the file: the same source, torch and CPU
+    key = fp._cache_key("encoding", encodings.get("alibi"), "x")
+    fp._package_source.cache_clear()
+    monkeypatch.setattr(fp, "__file__", str(tmp_path / "elsewhere" / "engine" / "fingerprint.py"))
+    (tmp_path / "elsewhere" / "engine").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "engine" / "fingerprint.py").write_text("# other source\n")
+    assert fp._cache_key("encoding", encodings.get("alibi"), "x") != key  # other source: another key
+    fp._package_source.cache_clear()
