@@ -209,8 +209,9 @@ _TOL = Tolerances()
 _FLAGS = (
     _flag("--db", "db", "results database URL (default: $PEBENCH_DB, else sqlite:///results.db in the project root)",
           {}, "suite"),
-    _flag("--tier", "tier", "quick: train length, 2x, 4x; full: more lengths", {"default": "quick", "choices": TIERS},
-          "suite", "run"),
+    _flag("--tier", "tier", "quick: train length, 2x, 4x; full: more lengths; lite: the quick tier on the few tasks "
+          "whose results predict the full aggregate, and that prediction (pebench/data/lite.json, studies/lite)",
+          {"default": "quick", "choices": (*TIERS, "lite")}, "suite", "run"),
     _flag("--steps", "steps", "training steps per model (default: the task's own)", {"type": int},
           "suite", "run", "setting"),
     _flag("--seeds", "seeds", "seeds per (encoding, task): a number (default 1), or auto[:N]: seed 0 everywhere, "

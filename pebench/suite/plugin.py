@@ -33,6 +33,7 @@ import torch
 from pebench import encodings, plugins, tasks
 from pebench.analysis import lr
 from pebench.analysis.baseline import Baseline
+from pebench.analysis.lite import lite_tasks
 from pebench.case import Case
 from pebench.engine.device import pick_device
 from pebench.engine.runner import Runner
@@ -84,10 +85,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _names(config: pytest.Config, option: str, registry: Any) -> list[str]:
     raw = config.getoption(option)
-    if not raw:
-        return registry.available()
     # an unknown name raises UnknownNameError listing the valid names; an empty or repeated list is an error
-    return parse_names(raw, registry.get, option, registry.available())
+    names = parse_names(raw, registry.get, option, registry.available()) if raw else registry.available()
+    return lite_tasks(names) if option == "task" and config.getoption("tier") == "lite" else names
 
 
 def _named_options(config: pytest.Config, option: str, registry: Any) -> dict[str, dict[str, str]]:

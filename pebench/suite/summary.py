@@ -100,6 +100,28 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
     return lines
 
 
+def lite_lines(records: Iterable[ResultRecord]) -> list[str]:
+    """``--tier lite``: per encoding, its full OOD score and rank predicted from its lite tasks' results
+    (:func:`pebench.analysis.lite.predict`; ``records`` at each cell's chosen rate), marked as predicted."""
+    from pebench.analysis import lite
+
+    shipped = lite.load()
+    by_cell: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        m = metrics.of_result(r.metric, r.higher_is_better)
+        if r.eval_length > r.train_length and (v := _norm(r, m)) is not None:
+            by_cell[(r.encoding, r.task)][r.seed].append(v)
+    lines = [f"lite tier: {', '.join(shipped['tasks'])} predict the full tier's aggregate (validated on the reference: "
+             f"Kendall's tau {shipped['validation']['tau']:.2f}; studies/lite/README.md)"]  # fmt: skip
+    for enc in sorted({e for e, _ in by_cell}):
+        per_task = {t: sum(sum(v) / len(v) for v in seeds.values()) / len(seeds)
+                    for (e, t), seeds in by_cell.items() if e == enc}  # fmt: skip
+        found = lite.predict(per_task, shipped, exclude=enc)
+        lines.append(f"  {enc}: " + (found.text() + " (predicted, not measured: --tier quick measures it)"
+                                      if found else "not every lite task has an OOD score: no prediction"))  # fmt: skip
+    return lines
+
+
 def lengths_text(values: list[int]) -> str:
     """``[1, 2, 3, 5, 8, 9]`` -> ``"[1-3, 5, 8, 9]"`` (runs of three or more consecutive integers collapsed)."""
     parts: list[str] = []

@@ -32,7 +32,7 @@ from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.provenance import run_info
 from pebench.store.record import ResultRecord
 from pebench.suite.state import ONE_RATE_BECAUSE, SuiteState
-from pebench.suite.summary import case_score, score_tables
+from pebench.suite.summary import case_score, lite_lines, score_tables
 
 RESULT_PROPERTY = "pebench_result"
 """``record_property`` name of a case's :class:`ResultRecord` (JSON)."""
@@ -200,7 +200,7 @@ class ResultWriter:
         if rates is not None:
             validation = {k: v for k, v in self.validation.items() if v is not None}
             records = lr.chosen_records(records, validation, self.halving)
-        for line in score_tables(records, rates):
+        for line in score_tables(records, rates) + (lite_lines(records) if config.getoption("tier") == "lite" else []):
             terminalreporter.write_line(line)
         terminalreporter.write_line("(ID lengths | OOD lengths; * best of its column beyond the seed noise, unmarked "
                                     "when within it)")

@@ -1,0 +1,158 @@
+"""The lite tier (``--tier lite``): a few tasks whose results predict an encoding's full aggregate, chosen from the
+shipped reference (studies/lite/README.md; issue 66).
+
+The full score of an encoding is the mean over every task of its out-of-distribution normalised score (each cell at
+its chosen learning rate, mean over seeds first). A ridge regression (one weight a task, :data:`RIDGE`) maps the lite
+tasks' scores to it; the tasks are chosen by greedy forward selection on the regression's leave-one-out error within
+a budget of training time (:func:`greedy`), validated leave-one-encoding-out (:func:`validate`). The chosen tasks, the
+fitted map, the validation's residuals (the prediction interval) and the reference's full scores ship in
+``pebench/data/lite.json`` (:func:`load`), derived by ``python studies/lite/choose.py --write``; :func:`predict` turns
+a run's lite results into a predicted full score and rank, marked as predicted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from pebench.errors import PebenchError
+
+LITE_FILE = Path(__file__).resolve().parents[1] / "data" / "lite.json"
+
+
+RIDGE = 0.01
+"""The ridge penalty of the map's task weights (not its intercept): tried 1e-6, 0.01, 0.05 (tau 0.78-0.83 at 3-5
+tasks, 0.01 the best or tied)."""
+
+
+def loo_error(x: np.ndarray, y: np.ndarray, ridge: float = RIDGE) -> float:
+    """Leave-one-out mean squared error of the ridge fit y ~ a + x w (``x`` (n, k); closed form by the hat
+    matrix)."""
+    design = np.column_stack([np.ones(len(y)), x])
+    penalty = np.eye(design.shape[1]) * ridge
+    penalty[0, 0] = 1e-12
+    hat = design @ np.linalg.solve(design.T @ design + penalty, design.T)
+    lev = np.clip(np.diag(hat), 0, 1 - 1e-9)
+    return float(np.mean(((y - hat @ y) / (1 - lev)) ** 2))
+
+
+def fit(x: np.ndarray, y: np.ndarray, ridge: float = RIDGE) -> tuple[float, np.ndarray]:
+    """The ridge fit of y ~ a + x w: (a, w)."""
+    design = np.column_stack([np.ones(len(y)), x])
+    penalty = np.eye(design.shape[1]) * ridge
+    penalty[0, 0] = 1e-12
+    w = np.linalg.solve(design.T @ design + penalty, design.T @ y)
+    return float(w[0]), w[1:]
+
+
+def fit_predict(x: np.ndarray, y: np.ndarray, new: np.ndarray, ridge: float = RIDGE) -> float:
+    """The ridge fit of y ~ a + x w evaluated at ``new`` (k,)."""
+    a, w = fit(x, y, ridge)
+    return float(a + new @ w)
+
+
+def greedy(scores: np.ndarray, full: np.ndarray, cost: np.ndarray, budget: float, most: int = 8) -> list[int]:
+    """Tasks (columns of ``scores``) chosen by forward selection on the LOO error, each step among the tasks that
+    keep the summed ``cost`` within ``budget``, while the error falls (at most ``most``)."""
+    chosen: list[int] = []
+    best_error = float(np.var(full)) * len(full) / (len(full) - 1)  # the intercept alone
+    while len(chosen) < most:
+        fits = [j for j in range(scores.shape[1]) if j not in chosen and cost[[*chosen, j]].sum() <= budget]
+        if not fits:
+            break
+        j = min(fits, key=lambda c: loo_error(scores[:, [*chosen, c]], full))
+        error = loo_error(scores[:, [*chosen, j]], full)
+        if error >= best_error:
+            break
+        chosen, best_error = [*chosen, j], error
+    return chosen
+
+
+def validate(table: pd.DataFrame, cost: np.ndarray, budget: float) -> dict:
+    """Leave-one-encoding-out validation of the lite tier chosen within ``budget`` minutes of ALiBi's training."""
+    scores, full = table.to_numpy(), table.mean(axis=1).to_numpy()
+    n = len(table)
+    predicted, folds = np.zeros(n), []
+    for i in range(n):
+        keep = np.arange(n) != i
+        order = greedy(scores[keep], full[keep], cost, budget)
+        predicted[i] = fit_predict(scores[keep][:, order], full[keep], scores[i, order])
+        folds.append(order)
+    actual_rank = stats.rankdata(-full)
+    ranks = np.array([1 + np.sum(np.delete(full, i) > predicted[i]) for i in range(n)])  # among the others' actual
+    errors = np.abs(ranks - actual_rank)
+    counts = pd.Series([table.columns[j] for fold in folds for j in fold]).value_counts()
+    return {"tau": float(stats.kendalltau(predicted, full)[0]), "spearman": float(stats.spearmanr(predicted, full)[0]),
+            "rmse": float(np.sqrt(np.mean((predicted - full) ** 2))), "median_rank_error": float(np.median(errors)),
+            "worst_rank_error": float(errors.max()), "within_3": float(np.mean(errors <= 3)),
+            "folds_choosing": {t: int(c) for t, c in counts.items()},
+            "per_encoding": {e: {"actual": round(float(full[i]), 4), "predicted": round(float(predicted[i]), 4),
+                                 "rank": int(actual_rank[i]), "predicted_rank": int(ranks[i])}
+                             for i, e in enumerate(table.index)}}  # fmt: skip
+
+
+def inputs_digest(df: pd.DataFrame) -> str:
+    """SHA-256 of the reference results the lite tier is derived from (encoding, task, seed, lengths, status, score,
+    run): a test compares it with the shipped reference, so a changed reference cannot keep an old lite tier."""
+    cols = ["encoding", "task", "seed", "train_length", "eval_length", "status", "score", "run_id", "case_id"]
+    rows = df[cols].sort_values(cols[:5] + ["case_id", "run_id"]).astype(str).to_numpy().tolist()
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:32]
+
+
+def load(path: Path = LITE_FILE) -> dict[str, Any]:
+    """The shipped lite tier: tasks, weights, intercept, residuals, the reference's full scores, provenance."""
+    return json.loads(path.read_text())
+
+
+def lite_tasks(names: list[str], lite: Mapping[str, Any] | None = None) -> list[str]:
+    """``--tier lite``: of the tasks ``names``, the lite tier's, in its order; a one-line error when none is."""
+    tasks = (lite or load())["tasks"]
+    chosen = [t for t in tasks if t in names]
+    if not chosen:
+        raise PebenchError(f"--tier lite runs the tasks {', '.join(tasks)}; --task names none of them")
+    return chosen
+
+
+@dataclass
+class Prediction:
+    """An encoding's full score predicted from its lite results, with its interval (the leave-one-encoding-out
+    residuals' 5th and 95th percentiles) and the rank (and rank range) it gives among the reference's encodings."""
+
+    score: float
+    low: float
+    high: float
+    rank: int
+    rank_low: int
+    rank_high: int
+    of: int
+
+    def text(self) -> str:
+        return (f"predicted full OOD score {self.score:.3f} [{self.low:.3f}, {self.high:.3f}], rank {self.rank} "
+                f"[{self.rank_low}-{self.rank_high}] of {self.of} reference encodings + yours")  # fmt: skip
+
+
+def predict(per_task: Mapping[str, float], lite: Mapping[str, Any] | None = None,
+            exclude: str | None = None) -> Prediction | None:  # fmt: skip
+    """The prediction of an encoding whose lite tasks scored ``per_task`` (OOD normalised, mean over seeds); None
+    when a lite task is missing. ``exclude``: a reference encoding of the same name left out of the ranking."""
+    lite = lite or load()
+    if any(t not in per_task for t in lite["tasks"]):
+        return None
+    score = lite["intercept"] + sum(lite["weights"][t] * per_task[t] for t in lite["tasks"])
+    residuals = np.asarray(lite["residuals"])  # actual - predicted, leave one encoding out
+    low, high = score + np.percentile(residuals, 5), score + np.percentile(residuals, 95)
+    score, low, high = (min(1.0, max(0.0, v)) for v in (score, low, high))  # a normalised score's range
+    others = np.asarray([v for e, v in lite["reference_scores"].items() if e != exclude])
+
+    def rank(value: float) -> int:
+        return int(1 + np.sum(others > value))
+
+    return Prediction(float(score), float(low), float(high), rank(score), rank(high), rank(low), len(others))

@@ -1,0 +1,121 @@
+"""Which few tasks predict an encoding's full aggregate on the shipped reference (the lite tier's study, issue 66).
+
+    python studies/lite/choose.py [--db sqlite:///pebench/data/reference.db] [--out studies/lite/]
+
+For each encoding of full coverage (every task) its full score is the mean over the 36 tasks of its OOD normalised
+score (each cell at its chosen learning rate, mean over seeds: task first). A lite set L of tasks predicts it by a
+ridge regression on L's scores (one weight a task, :data:`RIDGE`). L is chosen by greedy forward selection within a
+budget of training time, each step adding the affordable task that most lowers the leave-one-out error of the map on
+the encodings it may see, while the error falls. Validation is leave-one-encoding-out: for each held-out encoding the
+selection and the fit run on the other encodings only, then predict it. Reported per budget: Kendall's tau and
+Spearman between predicted and actual full scores, the median and worst absolute rank error (the held-out encoding's
+predicted rank among the others' actual scores), how often each task was chosen across folds, and the lite set's cost
+(the stored training time of ALiBi's models on those tasks, both learning rates, seed 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pebench.analysis.lite import LITE_FILE, fit, greedy, inputs_digest, validate
+
+
+def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(OOD normalised score per encoding x task, mean over seeds at each cell's chosen rate; ALiBi's training
+    seconds per task, both rates, seed 0) from the reference at ``url``."""
+    from pebench.analysis import lr, scoring
+    from pebench.report.data import select
+    from pebench.store import load as store_load
+    from pebench.store.database import open_db
+
+    engine = open_db(url, create=False)
+    try:
+        df = store_load.load_light(engine)
+        sel, _ = select(df, [], "all")
+        cost = sel[(sel.encoding == "alibi") & (sel.seed == 0) & (sel.eval_length == sel.train_length)]
+        cost = cost.groupby("task")["train_time_s"].sum()
+        sel = store_load.attach_json(engine, sel)
+        sel = lr.chosen(sel, lr.final_validation(store_load.curve_points(engine, sel["id"])))
+    finally:
+        engine.dispose()
+    sel = scoring.add_normalised(sel)
+    rows = []
+    for (task, train_length), by_enc in scoring.groups_by_task(sel).items():
+        for enc, group in by_enc.items():
+            _, ood = scoring.split_lengths(group.by_length, train_length)
+            per_seed = scoring.per_seed_norm(group, ood)
+            if per_seed:
+                rows.append((enc, task, float(np.mean(list(per_seed.values())))))
+    table = pd.DataFrame(rows, columns=["encoding", "task", "ood"]).pivot(index="encoding", columns="task",
+                                                                          values="ood")  # fmt: skip
+    return table, cost
+
+
+def write(table: pd.DataFrame, cost: np.ndarray, seconds: pd.Series, budget: float, url: str) -> None:
+    """The lite tier of ``budget`` fitted on every full-coverage encoding, with its validation, to :data:`LITE_FILE`."""
+    from pebench.store import load as store_load
+    from pebench.store.database import open_db
+
+    scores, full = table.to_numpy(), table.mean(axis=1).to_numpy()
+    order = greedy(scores, full, cost, budget)
+    intercept, weights = fit(scores[:, order], full)
+    check = validate(table, cost, budget)
+    engine = open_db(url, create=False)
+    try:
+        digest = inputs_digest(store_load.load_light(engine))
+    finally:
+        engine.dispose()
+    tasks = [str(table.columns[j]) for j in order]
+    lite = {"tasks": tasks, "intercept": intercept, "weights": dict(zip(tasks, map(float, weights), strict=True)),
+            "residuals": [round(v["actual"] - v["predicted"], 5) for v in check["per_encoding"].values()],
+            "reference_scores": {str(e): round(float(v), 5) for e, v in zip(table.index, full, strict=True)},
+            "budget_min": budget, "cost_min": round(float(seconds.reindex(tasks).sum() / 60), 1),
+            "validation": {k: check[k] for k in ("tau", "spearman", "median_rank_error", "worst_rank_error",
+                                                  "within_3")},
+            "reference_digest": digest, "derived_by": f"python studies/lite/choose.py --write {budget:g}"}  # fmt: skip
+    LITE_FILE.write_text(json.dumps(lite, indent=1) + "\n")
+    print(f"wrote {LITE_FILE}: {', '.join(tasks)} (tau {check['tau']:.3f})")
+
+
+BUDGETS = (8.0, 12.0, 16.0, 20.0, 24.0, 30.0, 40.0, 60.0)
+"""Budgets tried: minutes of ALiBi's training (one thread a model, both learning rates, seed 0); with two workers a
+run's wall time is about half of it plus evaluation."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", default="sqlite:///pebench/data/reference.db")
+    parser.add_argument("--out", type=Path, default=Path("studies/lite"))
+    parser.add_argument("--write", type=float, metavar="BUDGET", help="write the lite tier of this budget to "
+                        f"{LITE_FILE.relative_to(Path.cwd()) if LITE_FILE.is_relative_to(Path.cwd()) else LITE_FILE}")
+    args = parser.parse_args()
+    table, seconds = cell_table(args.db)
+    full_rows = table.dropna()
+    cost = seconds.reindex(full_rows.columns).fillna(0).to_numpy() / 60
+    print(f"{len(full_rows)} encodings of full coverage ({len(table) - len(full_rows)} partial: "
+          f"{', '.join(sorted(set(table.index) - set(full_rows.index)))}), {table.shape[1]} tasks; "
+          f"full tier {cost.sum():.1f} min of ALiBi's training")  # fmt: skip
+    print(f"budget  {'tasks (all encodings)':55s}  min    tau    rho    rank err med|worst  <=3")
+    curve = []
+    for budget in BUDGETS:
+        tasks = [full_rows.columns[j] for j in greedy(full_rows.to_numpy(), full_rows.mean(axis=1).to_numpy(), cost,
+                                                      budget)]  # fmt: skip
+        r = validate(full_rows, cost, budget) | {"budget_min": budget, "tasks": tasks,
+                                                  "cost_min": round(float(seconds.reindex(tasks).sum() / 60), 1)}
+        curve.append(r)
+        print(f"{budget:5.0f}   {', '.join(tasks):55.55s}  {r['cost_min']:5.1f}  {r['tau']:.3f}  {r['spearman']:.3f}  "
+              f"{r['median_rank_error']:.0f} | {r['worst_rank_error']:.0f}             {r['within_3']:.0%}")
+    if args.write is not None:
+        write(full_rows, cost, seconds, args.write, args.db)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "validation.json").write_text(json.dumps({"full_cost_min": round(float(cost.sum()), 1),
+                                                          "curve": curve}, indent=1) + "\n")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
