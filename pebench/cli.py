@@ -1,6 +1,6 @@
-"""The ``pebench`` command: ``pebench run [pytest options]``, ``pebench list encodings|tasks``, ``pebench check``,
-``pebench new encoding|task NAME``, ``pebench bench``, ``pebench results``, ``pebench report``, ``pebench findings``,
-``pebench compare``, ``pebench merge``, ``pebench db status|upgrade``, ``pebench seed-spread``."""
+"""The pebench command: pebench run [pytest options], pebench list encodings|tasks, pebench check, pebench new
+encoding|task NAME, pebench bench, pebench results, pebench report, pebench findings, pebench compare, pebench merge,
+pebench db status|upgrade, pebench seed-spread, pebench rebuild."""
 
 from __future__ import annotations
 
@@ -341,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check published claims about positional encodings against a run (holds / does not hold / not run)",
         description="Evaluate every registered finding (a published claim written as inequalities on scores at "
         "multiples of the training length) against one run: holds, does not hold, or not run (naming the missing "
-        "cases and the suite command that runs them), with the numbers used and, with several seeds, 95%% "
+        "cases and the suite command that runs them), with the numbers used and, with several seeds, 95% "
         "bootstrap intervals. Exit status 0 (it is a report), 1 with --strict when a finding does not hold, 2 on "
         "bad input. The claims are described in docs/findings.md.",
     )
