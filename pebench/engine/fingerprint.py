@@ -10,10 +10,11 @@ Two fingerprints make a cell's identity, each recorded with every result when it
   fixed batch at 2x, its gradient norms per parameter and the weights' checksum are read; where the encoding trains
   packed, two seeds are trained together (:func:`pebench.engine.packing.train_packed`). The values of the engine
   that are not an encoding's -- the schedule (:func:`~pebench.engine.training.lr_at`), every stop rule's decision on
-  fixed curves, the metrics of fixed sums -- are part of every probe. The probe runs in float64, so the rounding of
-  different CPUs, BLAS kernels and thread counts moves it by ~1e-12 relative while any change to what the code
-  computes (a constant, a formula, a cast to float32) moves it by far more; :data:`RTOL` sits between the two
-  (measured: tests/data/fingerprints/, docs/reproducibility.md).
+  fixed curves, the metrics of fixed sums -- are part of every probe. The probe runs in float64, with ``Tensor.float()``
+  keeping float64 tensors for its duration (:func:`_precision`; the process should not run other torch work on
+  other threads meanwhile), so the rounding of different CPU kernels and thread counts moves it by under 1e-13
+  relative while a change to what the code computes (a constant, a formula) moves it by far more; :data:`RTOL` sits
+  between the two (measured: tests/data/fingerprints/, docs/reproducibility.md).
 * **The task's data digest** (:func:`task_digest`): SHA-256 of its declarations (vocabulary, chance level, metric,
   splits, lengths per tier, tokens per length, grid cells), its score of fixed metrics, and its generated training
   and evaluation batches (inputs, targets, positions, annotations) at fixed seeds and every length of both tiers:
@@ -52,7 +53,7 @@ from pebench.tasks.grid import GridEvaluated
 
 PROBE_VERSION = "1"
 """The probe's own definition (model, data, steps, values read). Changing it changes every probe: bump it, and
-re-record the probes of results known current (``pebench fingerprint --record``)."""
+stamp the results known current again (studies/fingerprints/stamp_reference.py, docs/reproducibility.md)."""
 
 RTOL = 1e-9
 """Relative tolerance of a probe value, at the scale of its list (:func:`probe_deviation`; :data:`ATOL` for a list
