@@ -95,23 +95,28 @@ def plugin_code(encoding_cls: type, task_cls: type) -> str:
     return h.hexdigest()[:16]
 
 
-def stale_cells(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
-    """One line per (encoding, task) of the results ``df`` whose latest result is not what this pebench computes
+def stale_rows(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[Any, str]]:
+    """The latest result of each (encoding, task) of ``df`` that is not what this pebench computes, with why
     (:func:`staleness`; ``stored``: the database's fingerprints, :func:`pebench.store.fingerprints.load_fingerprints`);
-    an encoding or task this pebench does not know is named as such."""
-    lines = []
+    an encoding or task this pebench does not know is stale as such."""
+    out: list[tuple[Any, str]] = []
     if df.empty:
-        return lines
+        return out
     latest = df.sort_values("id").groupby(["encoding", "task"], sort=True).tail(1)
     for row in latest.itertuples():
         try:
             why = staleness(row, stored or {})
         except KeyError:
-            lines.append(f"{row.encoding} on {row.task}: not known to this pebench (a plugin not loaded?)")
-            continue
+            why = "not known to this pebench (a plugin not loaded?)"
         if why:
-            lines.append(f"{row.encoding} on {row.task}: {why} (run {row.run_id})")
-    return lines
+            out.append((row, why))
+    return out
+
+
+def stale_cells(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """One line per stale (encoding, task) of ``df`` (:func:`stale_rows`)."""
+    return [f"{row.encoding} on {row.task}: {why}" + ("" if why.startswith("not known") else f" (run {row.run_id})")
+            for row, why in stale_rows(df, stored)]  # fmt: skip
 
 
 def staleness(row: Any, stored: Mapping[str, Mapping[str, Any]]) -> str:

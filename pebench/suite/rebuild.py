@@ -68,7 +68,7 @@ def run_flags(options: Mapping[str, Any]) -> list[str]:
 
 def plan(url: str) -> list[Group]:
     """The stale cells of the database at ``url``, grouped by run and encoding."""
-    from pebench.engine.code import staleness
+    from pebench.engine.code import stale_rows
     from pebench.store.database import open_db
     from pebench.store.fingerprints import load_fingerprints
     from pebench.store.load import load_light, runs
@@ -80,11 +80,9 @@ def plan(url: str) -> list[Group]:
     finally:
         engine.dispose()
     groups: dict[tuple[int, str], Group] = {}
-    latest = df.sort_values("id").groupby(["encoding", "task"], sort=True).tail(1)
-    for row in latest.itertuples():
-        if staleness(row, stored):
-            key = (int(row.run_id), row.encoding)
-            groups.setdefault(key, Group(key[0], row.encoding, [], options[key[0]])).tasks.append(row.task)
+    for row, _ in stale_rows(df, stored):
+        key = (int(row.run_id), row.encoding)
+        groups.setdefault(key, Group(key[0], row.encoding, [], options[key[0]])).tasks.append(row.task)
     return [groups[k] for k in sorted(groups)]
 
 
