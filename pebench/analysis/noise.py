@@ -167,13 +167,6 @@ def cell_verdicts(per: Mapping[str, Mapping[int, Mapping[int, float]]], train_le
     return learned, winners
 
 
-def aggregate_sigma(sigmas: Sequence[float | None]) -> float | None:
-    """The noise of a mean over tasks of one seed each: sqrt(mean sigma^2 / n); None when a task's is unknown."""
-    if not sigmas or any(s is None for s in sigmas):
-        return None
-    return math.sqrt(sum(s * s for s in sigmas) / len(sigmas)) / math.sqrt(len(sigmas))  # type: ignore[operator]
-
-
 def measure_spread(df: pd.DataFrame, lr_grid: str | None = None) -> dict[str, dict[str, Any]]:
     """Per task of a run with several seeds: ``sigma`` (pooled standard deviation over seeds of one result's
     normalised score, across encodings and evaluated lengths), the number of seeds, the encodings and lengths it

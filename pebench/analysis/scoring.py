@@ -7,8 +7,8 @@
 * **Per seed**: the mean over a set of lengths of one seed's scores (:func:`per_seed_norm`, :func:`per_seed_metric`);
   the **gap** is ID minus mean OOD in the metric's display units, signed so that lower is better
   (:func:`gap_per_seed`).
-* **Aggregate** of an encoding (:func:`aggregate`): for each seed, the mean over tasks of that seed's per-task score;
-  then the mean over seeds with a 95% BCa bootstrap interval (:func:`pebench.analysis.stats.estimate`).
+* **Aggregate** of an encoding, its interval, rank range and tie group: :mod:`pebench.analysis.ranking` (per task
+  the mean over seeds first, then the mean over tasks).
 * **Best of** a column (:func:`best_of`): every value tied with the best at the displayed precision. What the report
   and the terminal *mark* as best is stricter: one encoding beyond the noise (:mod:`pebench.analysis.noise`).
 * **Learned** (:func:`learned_verdict`): a normalised in-distribution score of at least 0.5 is *learned*, of at least
@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 
 from pebench import metrics
-from pebench.analysis.stats import Estimate, estimate
 from pebench.metrics import Metric
 from pebench.status import ResultStatus
 
@@ -141,21 +140,6 @@ def ok_scores(rows: pd.DataFrame) -> list[float]:
     """The finite scores of the ``ok`` rows."""
     ok = rows[rows["status"] == ResultStatus.OK]
     return [float(v) for v in ok["score"] if v is not None and math.isfinite(v)]
-
-
-def aggregate_per_seed(per_task: Mapping[str, Mapping[int, float]]) -> list[float]:
-    """Per seed (in seed order): the mean over the tasks that have the seed."""
-    by_seed: dict[int, list[float]] = defaultdict(list)
-    for per_seed in per_task.values():
-        for seed, v in per_seed.items():
-            by_seed[seed].append(v)
-    return [sum(v) / len(v) for _, v in sorted(by_seed.items())]
-
-
-def aggregate(per_task: Mapping[str, Mapping[int, float]]) -> Estimate | None:
-    """Per seed: mean over the tasks that have the seed; then mean over seeds with a BCa bootstrap interval."""
-    values = aggregate_per_seed(per_task)
-    return estimate(values) if values else None
 
 
 def best_of(values: Sequence[float | None], digits: int, better: Callable[[Iterable[float]], float]) -> list[bool]:
