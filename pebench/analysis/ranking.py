@@ -16,7 +16,8 @@ field's tasks).
 * **Rank ranges**: a deterministic bootstrap (:data:`REPLICATES` replicates, generator seed :data:`SEED`) resamples
   *both* sources of doubt: the tasks (T drawn with replacement, the same draw for every encoding), and the seed
   noise (each cell redrawn as m + N(0, v)). An encoding's rank range is the 2.5th to 97.5th percentile of its rank
-  over the replicates.
+  over the replicates. Beside it, the range from the seed noise alone (the tasks fixed: would more seeds on *these*
+  tasks change the order?), ``seed_low``-``seed_high``.
 * **Tie groups**: going down the order, an encoding joins the current group when its group's first encoding beats
   it in fewer than 97.5% of the replicates (the difference is inside the noise); otherwise it starts the next group.
   Group 1 is the leaders': "PaTH leads beyond noise" means PaTH is alone in group 1.
@@ -67,6 +68,9 @@ class Ranked:
     group: int | None = None
     mean_rank: float | None = None
     within_noise: int | None = None
+    seed_low: int | None = None
+    seed_high: int | None = None
+    """The rank's range from the seed noise alone (the tasks fixed)."""
 
     @property
     def range_text(self) -> str:
@@ -138,15 +142,17 @@ def rank(per: PerSeed, sigmas: Mapping[str, float | None], replicates: int = REP
     order = sorted(range(len(full)), key=lambda i: (-M[i].mean(), full[i]))
     boot = _bootstrap(M, V, replicates, seed)
     ranks = _ranks(boot)
+    seed_ranks = _ranks(_bootstrap(M, V, replicates, seed, resample_tasks=False))
     groups = _groups(boot, order)
     mean_rank = stats.rankdata(-M, axis=0).mean(axis=1)
     within = _within_noise(M, V)
     ranked = []
     for pos, i in enumerate(order, 1):
         lo, hi = np.quantile(ranks[:, i], [0.025, 0.975], method="inverted_cdf")
+        s_lo, s_hi = np.quantile(seed_ranks[:, i], [0.025, 0.975], method="inverted_cdf")
         r = rows[full[i]]
         ranked.append(Ranked(r.encoding, r.score, r.low, r.high, r.n_tasks, r.seeds, False, pos, int(lo), int(hi),
-                             groups[i], float(mean_rank[i]), int(within[i])))  # fmt: skip
+                             groups[i], float(mean_rank[i]), int(within[i]), int(s_lo), int(s_hi)))  # fmt: skip
     ranked += sorted((rows[e] for e in partial), key=lambda r: (-r.score, r.encoding))
     agreement = {"mean rank": _agree(M.mean(axis=1), -mean_rank), "within noise": _agree(M.mean(axis=1), within)}
     return Ranking(ranked, all_tasks, agreement)
@@ -158,14 +164,16 @@ def _row(encoding: str, cells: Mapping[str, tuple[float, float | None]], per: Ma
     return Ranked(encoding, score, low, high, len(cells), max(len(s) for s in per.values()), partial)
 
 
-def _bootstrap(M: np.ndarray, V: np.ndarray, replicates: int, seed: int) -> np.ndarray:
-    """(replicates, encodings): the aggregate of each encoding in each replicate (tasks and seed noise resampled)."""
+def _bootstrap(M: np.ndarray, V: np.ndarray, replicates: int, seed: int, resample_tasks: bool = True) -> np.ndarray:
+    """(replicates, encodings): the aggregate of each encoding in each replicate (seed noise resampled, and the
+    tasks unless ``resample_tasks`` is false)."""
     rng = np.random.default_rng(seed)
     n_enc, n_tasks = M.shape
     out = np.empty((replicates, n_enc))
     sd = np.sqrt(V)
+    every = np.arange(n_tasks)
     for b in range(replicates):
-        idx = rng.integers(0, n_tasks, n_tasks)
+        idx = rng.integers(0, n_tasks, n_tasks) if resample_tasks else every
         noisy = M[:, idx] + rng.standard_normal((n_enc, n_tasks)) * sd[:, idx]
         out[b] = noisy.mean(axis=1)
     return out

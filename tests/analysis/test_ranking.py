@@ -106,3 +106,14 @@ def test_a_task_without_a_measured_spread_takes_the_median_of_the_others():
                                                                        "t2": {0: 0.1}}}  # fmt: skip
     r = ranking.rank(per, {"t0": 0.1, "t1": 0.3, "t2": None}).row("a")
     assert r.high - r.low == pytest.approx(2 * 1.959964 * math.sqrt(0.1**2 + 0.3**2 + 0.2**2) / 3)
+
+
+def test_the_seed_only_range_is_narrower_where_tasks_disagree():
+    # a and b trade places task by task (tasks disagree) but each cell is exact: task resampling leaves the order
+    # open, the seed noise alone does not
+    per = {"a": {t: {0: 0.6 if i % 2 else 0.3, 1: 0.6 if i % 2 else 0.3} for i, t in enumerate(TASKS)},
+           "b": {t: {0: 0.3 if i % 2 else 0.55, 1: 0.3 if i % 2 else 0.55} for i, t in enumerate(TASKS)}}  # fmt: skip
+    out = ranking.rank(per, dict.fromkeys(TASKS, 0.1))
+    a = out.row("a")
+    assert (a.rank_low, a.rank_high) == (1, 2)
+    assert (a.seed_low, a.seed_high) == (1, 1)
