@@ -76,8 +76,11 @@ def greedy(scores: np.ndarray, full: np.ndarray, cost: np.ndarray, budget: float
     return chosen
 
 
-def validate(table: pd.DataFrame, cost: np.ndarray, budget: float) -> dict:
-    """Leave-one-encoding-out validation of the lite tier chosen within ``budget`` minutes of ALiBi's training."""
+def validate(table: pd.DataFrame, cost: np.ndarray, budget: float,
+             ranges: Mapping[str, tuple[int, int]] | None = None) -> dict:  # fmt: skip
+    """Leave-one-encoding-out validation of the lite tier chosen within ``budget`` minutes of ALiBi's training;
+    with ``ranges`` (encoding -> the full ranking's 95% rank range, :mod:`pebench.analysis.ranking`) also the share
+    of encodings whose predicted rank is within 3 of the actual one or inside that range (the issue's target)."""
     scores, full = table.to_numpy(), table.mean(axis=1).to_numpy()
     n = len(table)
     predicted, folds = np.zeros(n), []
@@ -90,7 +93,10 @@ def validate(table: pd.DataFrame, cost: np.ndarray, budget: float) -> dict:
     ranks = np.array([1 + np.sum(np.delete(full, i) > predicted[i]) for i in range(n)])  # among the others' actual
     errors = np.abs(ranks - actual_rank)
     counts = pd.Series([table.columns[j] for fold in folds for j in fold]).value_counts()
-    return {"tau": float(stats.kendalltau(predicted, full)[0]), "spearman": float(stats.spearmanr(predicted, full)[0]),
+    inside = [ranges[e][0] <= ranks[i] <= ranges[e][1] for i, e in enumerate(table.index)] if ranges else None
+    extra = {} if inside is None else {"within_3_or_range": float(np.mean((errors <= 3) | np.asarray(inside)))}
+    tau, rho = float(stats.kendalltau(predicted, full)[0]), float(stats.spearmanr(predicted, full)[0])
+    return extra | {"tau": tau, "spearman": rho,
             "rmse": float(np.sqrt(np.mean((predicted - full) ** 2))), "median_rank_error": float(np.median(errors)),
             "worst_rank_error": float(errors.max()), "within_3": float(np.mean(errors <= 3)),
             "folds_choosing": {t: int(c) for t, c in counts.items()},

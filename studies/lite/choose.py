@@ -25,10 +25,11 @@ import pandas as pd
 from pebench.analysis.lite import LITE_FILE, fit, greedy, inputs_digest, validate
 
 
-def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, tuple[int, int]]]:
     """(OOD normalised score per encoding x task, mean over seeds at each cell's chosen rate; ALiBi's training
-    seconds per task, both rates, seed 0) from the reference at ``url``."""
-    from pebench.analysis import lr, scoring
+    seconds per task, both rates, seed 0; each full row's 95% rank range in the full ranking) from the reference at
+    ``url``."""
+    from pebench.analysis import lr, noise, ranking, scoring
     from pebench.report.data import select
     from pebench.store import load as store_load
     from pebench.store.database import open_db
@@ -44,19 +45,24 @@ def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     finally:
         engine.dispose()
     sel = scoring.add_normalised(sel)
-    rows = []
+    rows, per, sigmas = [], {}, {}
     for (task, train_length), by_enc in scoring.groups_by_task(sel).items():
         for enc, group in by_enc.items():
             _, ood = scoring.split_lengths(group.by_length, train_length)
             per_seed = scoring.per_seed_norm(group, ood)
             if per_seed:
                 rows.append((enc, task, float(np.mean(list(per_seed.values())))))
+                per.setdefault(enc, {})[task] = per_seed
+                sigmas[task] = noise.task_sigma(task, next(iter(group.rows()))["config"], lr_grid="0.001,0.003")
     table = pd.DataFrame(rows, columns=["encoding", "task", "ood"]).pivot(index="encoding", columns="task",
                                                                           values="ood")  # fmt: skip
-    return table, cost
+    full = ranking.rank(per, sigmas)
+    ranges = {r.encoding: (r.rank_low, r.rank_high) for r in full.rows if r.rank_low is not None}
+    return table, cost, ranges
 
 
-def write(table: pd.DataFrame, cost: np.ndarray, seconds: pd.Series, budget: float, url: str) -> None:
+def write(table: pd.DataFrame, cost: np.ndarray, seconds: pd.Series, budget: float, url: str,
+          ranges: dict[str, tuple[int, int]]) -> None:
     """The lite tier of ``budget`` fitted on every full-coverage encoding, with its validation, to :data:`LITE_FILE`."""
     from pebench.store import load as store_load
     from pebench.store.database import open_db
@@ -64,7 +70,7 @@ def write(table: pd.DataFrame, cost: np.ndarray, seconds: pd.Series, budget: flo
     scores, full = table.to_numpy(), table.mean(axis=1).to_numpy()
     order = greedy(scores, full, cost, budget)
     intercept, weights = fit(scores[:, order], full)
-    check = validate(table, cost, budget)
+    check = validate(table, cost, budget, ranges)
     engine = open_db(url, create=False)
     try:
         digest = inputs_digest(store_load.load_light(engine))
@@ -76,7 +82,7 @@ def write(table: pd.DataFrame, cost: np.ndarray, seconds: pd.Series, budget: flo
             "reference_scores": {str(e): round(float(v), 5) for e, v in zip(table.index, full, strict=True)},
             "budget_min": budget, "cost_min": round(float(seconds.reindex(tasks).sum() / 60), 1),
             "validation": {k: check[k] for k in ("tau", "spearman", "median_rank_error", "worst_rank_error",
-                                                  "within_3")},
+                                                  "within_3", "within_3_or_range")},
             "reference_digest": digest, "derived_by": f"python studies/lite/choose.py --write {budget:g}"}  # fmt: skip
     LITE_FILE.write_text(json.dumps(lite, indent=1) + "\n")
     print(f"wrote {LITE_FILE}: {', '.join(tasks)} (tau {check['tau']:.3f})")
@@ -94,24 +100,25 @@ def main() -> None:
     parser.add_argument("--write", type=float, metavar="BUDGET", help="write the lite tier of this budget to "
                         f"{LITE_FILE.relative_to(Path.cwd()) if LITE_FILE.is_relative_to(Path.cwd()) else LITE_FILE}")
     args = parser.parse_args()
-    table, seconds = cell_table(args.db)
+    table, seconds, ranges = cell_table(args.db)
     full_rows = table.dropna()
     cost = seconds.reindex(full_rows.columns).fillna(0).to_numpy() / 60
     print(f"{len(full_rows)} encodings of full coverage ({len(table) - len(full_rows)} partial: "
           f"{', '.join(sorted(set(table.index) - set(full_rows.index)))}), {table.shape[1]} tasks; "
           f"full tier {cost.sum():.1f} min of ALiBi's training")  # fmt: skip
-    print(f"budget  {'tasks (all encodings)':55s}  min    tau    rho    rank err med|worst  <=3")
+    print(f"budget  {'tasks (all encodings)':55s}  min    tau    rho    rank err med|worst  <=3  <=3|in range")
     curve = []
     for budget in BUDGETS:
         tasks = [full_rows.columns[j] for j in greedy(full_rows.to_numpy(), full_rows.mean(axis=1).to_numpy(), cost,
                                                       budget)]  # fmt: skip
-        r = validate(full_rows, cost, budget) | {"budget_min": budget, "tasks": tasks,
+        r = validate(full_rows, cost, budget, ranges) | {"budget_min": budget, "tasks": tasks,
                                                   "cost_min": round(float(seconds.reindex(tasks).sum() / 60), 1)}
         curve.append(r)
         print(f"{budget:5.0f}   {', '.join(tasks):55.55s}  {r['cost_min']:5.1f}  {r['tau']:.3f}  {r['spearman']:.3f}  "
-              f"{r['median_rank_error']:.0f} | {r['worst_rank_error']:.0f}             {r['within_3']:.0%}")
+              f"{r['median_rank_error']:.0f} | {r['worst_rank_error']:.0f}             {r['within_3']:.0%}  "
+              f"{r['within_3_or_range']:.0%}")
     if args.write is not None:
-        write(full_rows, cost, seconds, args.write, args.db)
+        write(full_rows, cost, seconds, args.write, args.db, ranges)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "validation.json").write_text(json.dumps({"full_cost_min": round(float(cost.sum()), 1),
                                                           "curve": curve}, indent=1) + "\n")  # fmt: skip
