@@ -1,41 +1,44 @@
-"""The leaderboard's pictures: score-vs-length plots (small multiples by encoding family), the heatmap and the
-learning curves (SVG, :mod:`pebench.report.svg`); the attention maps are in :mod:`pebench.report.attn`."""
+"""The leaderboard's pictures: score-vs-length plots (small multiples by encoding family) and the learning curves
+(SVG, :mod:`pebench.report.svg`); the attention maps are in :mod:`pebench.report.attn`, the encoding x task overview
+(an HTML table) in :mod:`pebench.report.overview`."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from pebench.analysis.scoring import finite
 from pebench.report import families, svg
-from pebench.report.colors import cmap_hex
-from pebench.report.views import Assembled, TaskView
+from pebench.report.views import Entry, TaskView
 from pebench.store.load import MODEL_KEY, curve_owners, curve_points
 
 PANEL_W, PANEL_H = 330, 220
 
 
-def _tip(view: TaskView, enc: str, length: int, value: float, half: float | None) -> str:
+def _tip(view: TaskView, enc: str, cells: Sequence[tuple[int, Any]]) -> str:
+    """A line's hover text: its value at every length, ``rope: 99.2% at length 64, 71.0% ± 2.1 at 128, ...``."""
     digits = view.metric_def.digits if view.metric_def is not None else 1
     unit = "%" if view.higher_is_better else ""
-    spread = f" ± {half:.{digits}f}" if half else ""
-    return f"{enc}, length {length}: {value:.{digits}f}{unit}{spread}"
+    values = [f"{c.value:.{digits}f}{unit}" + (f" ± {c.half:.{digits}f}" if c.half else "") + f" at {L}"
+              for L, c in cells]  # fmt: skip
+    return f"{enc}: " + ", ".join(values).replace(" at ", " at length ", 1)
 
 
 def length_plot(view: TaskView, markers: Mapping[str, str]) -> str:
     """Score vs evaluation length (log2 axis), one small chart per encoding family (:mod:`pebench.report.families`)
-    with one line per encoding, all on the same axes; training length and chance marked. HTML: a ``div`` of one
+    with one line per encoding, all on the same axes; training length and chance marked; a line's values on hover
+    (one title per line). HTML: a ``div`` of one
     ``<svg>`` per family, each in a ``div.panel`` that the page's script hides when the filter hides all its lines."""
     by_enc = {row.encoding: row for row in view.rows}
     all_series: dict[str, svg.Series] = {}
     for row in view.rows:
         cells = [(L, c) for L, c in zip(view.lengths, row.cells, strict=True) if c.value is not None]
         pts = [(float(L), float(c.value), c.half) for L, c in cells]  # type: ignore[arg-type]
-        tips = [_tip(view, row.encoding, L, c.value, c.half) for L, c in cells]  # type: ignore[arg-type]
-        all_series[row.encoding] = svg.Series(row.encoding, row.color, markers[row.encoding], pts, tips)
+        tip = _tip(view, row.encoding, cells)
+        all_series[row.encoding] = svg.Series(row.encoding, row.color, markers[row.encoding], pts, tip)
     y_range: tuple[float, float] | None = (0.0, 100.0)
     if not view.higher_is_better:  # one log range for every panel, so that they compare
         ys = [p[1] for s in all_series.values() for p in s.points if p[1] > 0]
@@ -66,17 +69,28 @@ def length_plot(view: TaskView, markers: Mapping[str, str]) -> str:
     return "".join(out)
 
 
-def heatmap(assembled: Assembled, order: Sequence[str]) -> str:
-    """Encoding x task heatmaps of the normalised OOD and ID scores (rows in leaderboard order)."""
-    keys = [t.key for t in assembled.tasks]
-    panels = []
-    for kind, title in (("ood", "OOD normalised score"), ("id", "ID normalised score")):
-        panels.append((title, [[assembled.heat[kind].get(e, {}).get(k) for k in keys] for e in order]))
-    return svg.heatmap([(e, assembled.colors[e]) for e in order], keys, panels, cmap_hex)
-
-
 CURVE_COLUMNS = ("loss", "val_1x", "val_2x")
 """What :func:`curves` averages: the training loss and the validation values at 1x and 2x the training length."""
+
+CURVE_LEADERS = 8
+"""The learning curves draw the first this many encodings of the leaderboard (and the run's own beside a
+reference, and those asked for with ``pebench report --curves``): 44 lines in one small chart read as none."""
+
+
+def curve_encodings(entries: Sequence[Entry], yours: Sequence[str] = (), asked: Sequence[str] | None = None
+                    ) -> list[str]:  # fmt: skip
+    """The encodings whose learning curves the page draws, in leaderboard order: the leaders
+    (:data:`CURVE_LEADERS`), ``yours`` and ``asked`` (None: no more; ``["all"]``: every encoding)."""
+    order = [e.encoding for e in entries]
+    if asked is not None and "all" in asked:
+        return order
+    wanted = set(order[:CURVE_LEADERS]) | set(yours) | set(asked or ())
+    return [e for e in order if e in wanted]
+
+
+def only(by_task: Mapping[str, Mapping[str, Any]], encodings: Collection[str]) -> dict[str, dict[str, Any]]:
+    """``by_task`` (task key -> encoding -> line) with the lines of ``encodings`` only."""
+    return {k: {e: line for e, line in lines.items() if e in encodings} for k, lines in by_task.items()}
 
 
 def learning_curves(

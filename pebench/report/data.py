@@ -10,13 +10,15 @@ import pandas as pd
 from markupsafe import Markup
 
 from pebench.analysis import lr
+from pebench.analysis.ranking import REPLICATES, Ranking
 from pebench.analysis.reference import Joined, join, nothing_comparable_text, protocol_split, stale_text
 from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
 from pebench.errors import PebenchError
-from pebench.report import attn, charts, header, views
+from pebench.report import attn, board, charts, header, overview, svg, views
 from pebench.report.findings import findings_view
 from pebench.report.grid import cell_grids
+from pebench.report.rates import per_encoding
 from pebench.report.sweep import sweep_view
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id, safe_url
@@ -103,11 +105,42 @@ def _reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> tuple[J
         engine.dispose()
 
 
+def ranking_info(ranking: Ranking | None) -> dict[str, Any]:
+    """The leaderboard's words on its ranking: bootstrap replicates, the tie groups' sentence, the alternatives."""
+    return {"replicates": REPLICATES, "sentence": board.groups_text(ranking) if ranking else "",
+            "alternatives": board.agreement(ranking) if ranking else []}  # fmt: skip
+
+
+def curve_context(lines: dict[str, Any], assembled: views.Assembled, yours: list[str], asked: str | None
+                  ) -> dict[str, Any]:  # fmt: skip
+    """The learning curves' part of the context: the charts of the encodings :func:`charts.curve_encodings` picks
+    (``asked``: ``pebench report --curves``, names not on the page refused) and what the caption says of them."""
+    names = [n.strip() for n in asked.split(",") if n.strip()] if asked is not None else None
+    order = [e.encoding for e in assembled.entries]
+    if unknown := [n for n in names or () if n != "all" and n not in order]:
+        raise ReportError(f"--curves {', '.join(unknown)}: not an encoding of this page ({', '.join(order)})")
+    shown = charts.curve_encodings(assembled.entries, yours, names)
+    loss = charts.only(lines.get("loss", {}), shown)
+    validation = {column: charts.only(by_task, shown) for column, by_task in lines.items()}
+    drawn = {e for by_task in lines.values() for by_enc in by_task.values() for e in by_enc}  # encodings with a curve
+    return {
+        "curves_svg": Markup(charts.learning_curves(loss, assembled.tasks, assembled.colors, assembled.markers)),
+        "validation_svg": Markup(charts.validation_curves(validation, assembled.tasks, assembled.colors,
+                                                          assembled.markers)),  # fmt: skip
+        "curves_note": {"leaders": [e for e in order[: charts.CURVE_LEADERS] if e in shown],
+                        "yours": [e for e in yours if e in shown],
+                        "asked": [e for e in shown if e not in order[: charts.CURVE_LEADERS] and e not in yours],
+                        "left_out": sorted(drawn - set(shown))},  # fmt: skip
+    }
+
+
 def build_context(db_url: str, run: int | str | None = "latest", point: str | None = None,
-                  reference: str | None = None, allow_stale: bool = False) -> dict[str, Any]:  # fmt: skip
+                  reference: str | None = None, allow_stale: bool = False, curves: str | None = None
+                  ) -> dict[str, Any]:  # fmt: skip
     """Everything the template needs, from the database at ``db_url`` (one sweep point of it, :func:`one_point`;
     with ``reference``, a database URL, beside the comparable reference results of the encodings it does not have:
-    :mod:`pebench.analysis.reference`)."""
+    :mod:`pebench.analysis.reference`); ``curves``: the encodings whose learning curves are drawn besides the
+    leaders' (comma-separated, or ``all``; :func:`curve_context`)."""
     choice = _check_run(run)
     engine = open_db(db_url, create=False)
     try:
@@ -174,21 +207,22 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
                 grids[view.key] = found
         order = [e.encoding for e in assembled.entries]
         failures, n_failures = header.failures(sel)
-        curves = charts.curves(engine, own, keys)
+        lines = charts.curves(engine, own, keys)
         for column, by_task in ref_curves.items():  # the reference's curves, under this page's task keys
             for (task, _), (page_key, _) in keys.items():
-                curves.setdefault(column, {}).setdefault(page_key, {}).update(by_task.get(task, {}))
+                lines.setdefault(column, {}).setdefault(page_key, {}).update(by_task.get(task, {}))
+        yours = context["reference"]["yours"] if context["reference"] else []
+        overview.add_keeps(assembled.entries, assembled.tasks)
         context.update(
             tasks=assembled.tasks,
             cell_grids=grids,
             entries=assembled.entries,
+            ranking_info=ranking_info(assembled.ranking),
             colors=assembled.colors,
-            heatmap_svg=Markup(charts.heatmap(assembled, order)),
+            overview=overview.overview(assembled, yours),
+            marker_defs=Markup(svg.marker_defs()),  # the charts' marker shapes, once
             attention_scale_svg=Markup(attn.colour_bar()),
-            curves_svg=Markup(charts.learning_curves(curves.get("loss", {}), assembled.tasks, assembled.colors,
-                                                     assembled.markers)),  # fmt: skip
-            validation_svg=Markup(charts.validation_curves(curves, assembled.tasks, assembled.colors,
-                                                           assembled.markers)),  # fmt: skip
+            **curve_context(lines, assembled, yours, curves),
             has_deltas=assembled.has_deltas,
             stopped_early=any(" learned" in r.training or " plateau" in r.training
                               for view in assembled.tasks for r in view.rows),  # fmt: skip
@@ -200,8 +234,10 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             findings=findings_view(sel),
             any_partial=any(e.partial for e in assembled.entries),
             point=point,
+            # a learning-rate protocol's rates are summarised (lr_rates), not ranked point by point
             sweep=sweep_view(rankings(store_load.attach_json(engine, every_point)), assembled.colors)
-            if len(points(every_point)) > 1 else [],
+            if rates is None and len(points(every_point)) > 1 else [],
+            lr_rates=per_encoding(sel, order, assembled.colors) if rates is not None else None,
         )
         return context
     finally:

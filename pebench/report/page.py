@@ -43,12 +43,13 @@ def render_html(context: Mapping[str, Any]) -> str:
 
 
 def render_report(db_url: str, output: str | os.PathLike[str], run: int | str | None = "latest",
-                  point: str | None = None, reference: str | None = None, allow_stale: bool = False
-                  ) -> RenderInfo:  # fmt: skip
+                  point: str | None = None, reference: str | None = None, allow_stale: bool = False,
+                  curves: str | None = None) -> RenderInfo:  # fmt: skip
     """Render the leaderboard of ``run`` (an id, ``latest``, ``previous`` or ``all``; with a sweep, of its ``point``)
     in ``db_url`` to ``output``; with ``reference`` (a database URL), beside the comparable reference results of the
     encodings it does not have (:mod:`pebench.analysis.reference`; joined results trained by other code than the
-    run's are refused unless ``allow_stale``).
+    run's are refused unless ``allow_stale``); ``curves``: the encodings whose learning curves are drawn besides the
+    leaders' (comma-separated, or ``all``).
 
     The file is written to a temporary name beside ``output`` and renamed, so a failure never leaves half a page.
     """
@@ -58,7 +59,7 @@ def render_report(db_url: str, output: str | os.PathLike[str], run: int | str | 
         raise ReportError(f"-o {str(output)!r} is a directory; give a file name such as leaderboard.html")
     if not out.parent.resolve().is_dir():
         raise ReportError(f"-o {str(output)!r}: directory {out.parent.resolve()} does not exist")
-    context = build_context(db_url, run, point, reference, allow_stale)
+    context = build_context(db_url, run, point, reference, allow_stale, curves)
     html = render_html(context)
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     tmp.write_text(html, encoding="utf-8")

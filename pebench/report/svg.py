@@ -1,4 +1,4 @@
-"""Small, dependency-free SVG charts for the leaderboard: line charts, heatmaps and panels of them.
+"""Small, dependency-free SVG charts for the leaderboard: line charts and panels of them.
 
 Written by hand rather than with matplotlib because a page holds dozens of charts and must render from a database of
 10,000 results in well under 10 s; string building takes milliseconds. Every text goes through
@@ -8,7 +8,12 @@ and never overlap the plot or each other.
 
 For the page's script, each series' elements are one ``<g class="s" data-enc="NAME">`` and each legend row one
 ``<g class="lg" data-enc="NAME">``: the encoding filter hides series, a click on a legend row highlights that
-encoding in every chart. Points carry a ``<title>`` (shown on hover) when the series has ``tips``.
+encoding in every chart. A series carries one ``<title>`` (shown on hover over its line or markers) when it has a
+``title``.
+
+Small at a field's size (issue 65: 44 encodings x 36 tasks, 216 length plots): a marker is a ``<use>`` of one of the
+shapes :func:`marker_defs` defines once per page, taking its series' fill; grid lines and ticks are one path each;
+line coordinates are whole pixels; stroke widths of lines and legend rows come from the page's style sheet.
 """
 
 from __future__ import annotations
@@ -32,12 +37,22 @@ class Series:
     marker: str = "circle"
     points: list[tuple[float, float, float | None]] = field(default_factory=list)
     """(x, y, half-width of the interval around y or None)."""
-    tips: list[str] = field(default_factory=list)
-    """A hover text per point (optional)."""
+    title: str = ""
+    """The series' hover text (optional; e.g. its value at every point): one ``<title>`` for the whole line."""
 
 
 def _f(v: float) -> str:
     return f"{v:.1f}".rstrip("0").rstrip(".") if abs(v) < 1e6 else f"{v:.0f}"
+
+
+def _i(v: float) -> str:
+    """A coordinate of a line's or band's point: whole pixels (half a pixel is below what a reader sees, and a
+    page at a field's size holds thousands of such points)."""
+    return str(round(v))
+
+
+def _points(pts: Sequence[tuple[float, float]]) -> str:
+    return " ".join(f"{_i(a)},{_i(b)}" for a, b in pts)
 
 
 def _text_w(s: str, size: float = 11, bold: bool = False) -> float:
@@ -82,39 +97,53 @@ def log_ticks(lo: float, hi: float) -> list[float]:
     return [float(f"{lo:.2g}"), float(f"{hi:.2g}")]
 
 
-def marker(shape: str, x: float, y: float, color: str, r: float = 3.6) -> str:
-    """An SVG marker of ``shape`` centred at (x, y)."""
+STROKED = ("plus", "cross")
+"""The marker shapes drawn as strokes (the others are filled)."""
+
+
+def _shape(shape: str, r: float = 3.6) -> str:
+    """A marker of ``shape`` centred at (0, 0), without a colour: it takes the fill (the stroke, for
+    :data:`STROKED`) of the ``<use>`` that draws it."""
     if shape == "circle":
-        return f'<circle cx="{_f(x)}" cy="{_f(y)}" r="{_f(r)}" fill="{color}"/>'
+        return f'<circle r="{_f(r)}"/>'
     if shape == "square":
-        side = _f(1.8 * r)
-        return f'<rect x="{_f(x - r * 0.9)}" y="{_f(y - r * 0.9)}" width="{side}" height="{side}" fill="{color}"/>'
+        return f'<rect x="{_f(-r * 0.9)}" y="{_f(-r * 0.9)}" width="{_f(1.8 * r)}" height="{_f(1.8 * r)}"/>'
     if shape in ("triangle", "triangle-down"):
         s = 1 if shape == "triangle" else -1
-        pts = [(x, y - s * r * 1.2), (x - r * 1.1, y + s * r * 0.8), (x + r * 1.1, y + s * r * 0.8)]
+        pts = [(0, -s * r * 1.2), (-r * 1.1, s * r * 0.8), (r * 1.1, s * r * 0.8)]
     elif shape == "diamond":
-        pts = [(x, y - r * 1.3), (x + r, y), (x, y + r * 1.3), (x - r, y)]
+        pts = [(0, -r * 1.3), (r, 0), (0, r * 1.3), (-r, 0)]
     elif shape == "hexagon":
-        pts = [(x + r * 1.1 * math.cos(a), y + r * 1.1 * math.sin(a)) for a in (i * math.pi / 3 for i in range(6))]
+        pts = [(r * 1.1 * math.cos(a), r * 1.1 * math.sin(a)) for a in (i * math.pi / 3 for i in range(6))]
     elif shape == "star":
         pts = [
-            (x + (r * 1.4 if i % 2 == 0 else r * 0.6) * math.sin(i * math.pi / 5),
-             y - (r * 1.4 if i % 2 == 0 else r * 0.6) * math.cos(i * math.pi / 5))
+            ((r * 1.4 if i % 2 == 0 else r * 0.6) * math.sin(i * math.pi / 5),
+             -(r * 1.4 if i % 2 == 0 else r * 0.6) * math.cos(i * math.pi / 5))
             for i in range(10)
         ]  # fmt: skip
-    elif shape in ("plus", "cross"):
-        d = r * 1.1
-        if shape == "plus":
-            segs = ((x - d, y, x + d, y), (x, y - d, x, y + d))
-        else:
-            segs = ((x - d, y - d, x + d, y + d), (x - d, y + d, x + d, y - d))
-        return "".join(
-            f'<line x1="{_f(a)}" y1="{_f(b)}" x2="{_f(c)}" y2="{_f(e)}" stroke="{color}" stroke-width="2"/>'
-            for a, b, c, e in segs
-        )
+    elif shape in STROKED:
+        d = _f(r * 1.1)
+        path = f"M-{d} 0H{d}M0 -{d}V{d}" if shape == "plus" else f"M-{d} -{d}L{d} {d}M-{d} {d}L{d} -{d}"
+        return f'<path d="{path}" stroke-width="2"/>'
     else:
-        return marker("circle", x, y, color, r)
-    return '<polygon points="' + " ".join(f"{_f(a)},{_f(b)}" for a, b in pts) + f'" fill="{color}"/>'
+        return _shape("circle", r)
+    return '<polygon points="' + " ".join(f"{_f(a)},{_f(b)}" for a, b in pts) + '"/>'
+
+
+def marker_defs() -> str:
+    """The page's marker shapes, defined once (in an invisible ``<svg>`` the page holds before its charts):
+    :func:`marker` draws one with a ``<use>`` of ``#pmN``, N its index in :data:`MARKER_SHAPES`."""
+    shapes = "".join(f'<g id="pm{i}">{_shape(shape)}</g>' for i, shape in enumerate(MARKER_SHAPES))
+    return (f'<svg width="0" height="0" style="position: absolute" aria-hidden="true"><defs>{shapes}</defs>'
+            "</svg>")  # fmt: skip
+
+
+def marker(shape: str, x: float, y: float, color: str | None = None) -> str:
+    """A marker of ``shape`` centred at (x, y): a ``<use>`` of its shape in :func:`marker_defs`, in ``color`` or,
+    without one, in the fill of the enclosing group (a series' ``<g fill>``; the stroked shapes need ``color``)."""
+    i = MARKER_SHAPES.index(shape) if shape in MARKER_SHAPES else 0
+    paint = "" if color is None else f' {"stroke" if shape in STROKED else "fill"}="{color}"'
+    return f'<use href="#pm{i}" x="{_i(x)}" y="{_i(y)}"{paint}/>'
 
 
 class _Axis:
@@ -143,26 +172,22 @@ REF_STYLE = {"vline": ("#475467", "5 4"), "hline": ("#667085", "2 3")}
 
 
 def _legend(series: Sequence[Series], x: float, y: float, refs: Sequence[tuple[str, str]] = ()) -> list[str]:
-    """Legend rows: one per series (line and marker; a click target for the page's script), then one per reference
-    line ((kind, label))."""
+    """Legend rows: one per series (line and marker; a click target for the page's script, which makes it a button
+    for the keyboard too: an invisible 16 px stroke, ``path.hit``, covers the row), then one per reference line
+    ((kind, label)). The widths of a row's strokes come from the page's style sheet (``svg .lg path``)."""
     out = []
     width = legend_width(series) - 6
     for i, s in enumerate(series):
         yy = y + i * 17
         name = escape(s.name)
-        out.append(f'<g class="lg" data-enc="{name}" tabindex="0" role="button" aria-pressed="false">'
-                   f"<title>{name}: click to highlight it in every chart, again to show all</title>"
-                   f'<rect x="{_f(x - 3)}" y="{_f(yy - 8)}" width="{_f(width)}" height="16" fill="#fff" '
-                   'fill-opacity="0"/>')  # fmt: skip
-        out.append(f'<line x1="{_f(x)}" y1="{_f(yy)}" x2="{_f(x + 22)}" y2="{_f(yy)}" stroke="{s.color}" '
-                   'stroke-width="2"/>')  # fmt: skip
-        out.append(marker(s.marker, x + 11, yy, s.color))
-        out.append(f'<text x="{_f(x + 28)}" y="{_f(yy + 4)}">{name}</text></g>')
+        out.append(f'<g class="lg" data-enc="{name}"><path class="hit" d="M{_f(x - 3)} {_f(yy)}h{_f(width)}" '
+                   f'stroke="#fff0"/><path d="M{_f(x)} {_f(yy)}h22" stroke="{s.color}"/>'
+                   f"{marker(s.marker, x + 11, yy, s.color)}"
+                   f'<text x="{_f(x + 28)}" y="{_f(yy + 4)}">{name}</text></g>')  # fmt: skip
     for j, (kind, label) in enumerate(refs):
         yy = y + (len(series) + j) * 17 + 6
         color, dash = REF_STYLE[kind]
-        out.append(f'<line x1="{_f(x)}" y1="{_f(yy)}" x2="{_f(x + 22)}" y2="{_f(yy)}" stroke="{color}" '
-                   f'stroke-dasharray="{dash}" stroke-width="1.5"/>')  # fmt: skip
+        out.append(f'<path d="M{_f(x)} {_f(yy)}h22" stroke="{color}" stroke-dasharray="{dash}" stroke-width="1.5"/>')
         out.append(f'<text x="{_f(x + 28)}" y="{_f(yy + 4)}" fill="#475467">{escape(label)}</text>')
     return out
 
@@ -173,10 +198,60 @@ def legend_width(series: Sequence[Series]) -> float:
 
 def _svg(width: float, height: float, body: Sequence[str], label: str) -> str:
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(label)}" '
+        f'<svg role="img" aria-label="{escape(label)}" '
         f'viewBox="0 0 {_f(width)} {_f(height)}" width="{_f(width)}" height="{_f(height)}" '
         f'font-family="{FONT}" font-size="11" fill="#1d2330">' + "".join(body) + "</svg>"
     )
+
+
+def _frame(xa: _Axis, ya: _Axis, xt: Sequence[float], yt: Sequence[float], box: tuple[float, float, float, float],
+           x_label: str, y_label: str, x0: float) -> list[str]:  # fmt: skip
+    """A chart's grid lines, ticks, tick labels, axes and axis labels (each kind one path or one group of texts)."""
+    px0, px1, py0, py1 = box
+    grid = "".join(f"M{_f(px0)} {_f(ya(t))}H{_f(px1)}" for t in yt)
+    out = [f'<path d="{grid}" stroke="#e4e7ec"/><g text-anchor="end" fill="#475467">']
+    out += [f'<text x="{_f(px0 - 6)}" y="{_f(ya(t) + 4)}">{_fmt_tick(t)}</text>' for t in yt]
+    out.append('</g><g text-anchor="middle" fill="#475467">')
+    ticks, last_end = [], -1e9
+    for t in xt:  # tick labels that would collide are left out
+        xx, label = xa(t), _fmt_tick(t)
+        ticks.append(f"M{_f(xx)} {_f(py0)}v4")
+        half = _text_w(label) / 2
+        if xx - half > last_end + 4:
+            out.append(f'<text x="{_f(xx)}" y="{_f(py0 + 16)}">{label}</text>')
+            last_end = xx + half
+    out.append(f'</g><path d="{"".join(ticks)}M{_f(px0)} {_f(py0)}H{_f(px1)}M{_f(px0)} {_f(py0)}V{_f(py1)}" '
+               'stroke="#98a2b3"/>')  # fmt: skip
+    if x_label:
+        out.append(f'<text x="{_f((px0 + px1) / 2)}" y="{_f(py0 + 30)}" text-anchor="middle">{escape(x_label)}</text>')
+    if y_label:
+        cy = (py0 + py1) / 2
+        out.append(f'<text transform="translate({_f(x0 + 12)},{_f(cy)}) rotate(-90)" text-anchor="middle">'
+                   f"{escape(y_label)}</text>")  # fmt: skip
+    return out
+
+
+def _marks(s: Series, xa: _Axis, ya: _Axis, lo: float, hi: float, markers: bool) -> str:
+    """One series: a ``<g class="s">`` (filled with its colour, for the markers) holding its hover title, its
+    interval band clipped to the axis range, its line and its markers."""
+    pts = [(xa(x), ya(y)) for x, y, _ in s.points]
+    drawn = markers or len(pts) == 1
+    band = any(p[2] is not None for p in s.points)
+    fill = f' fill="{s.color}"' if drawn or band else ""  # the markers' and the band's, when there are any
+    out = [f'<g class="s" data-enc="{escape(s.name)}"{fill}>']
+    if s.title:
+        out.append(f"<title>{escape(s.title)}</title>")
+    if band:
+        upper = [(xa(x), ya(min(max(y + (h or 0), lo), hi))) for x, y, h in s.points]
+        lower = [(xa(x), ya(min(max(y - (h or 0), lo), hi))) for x, y, h in s.points][::-1]
+        out.append(f'<polygon points="{_points(upper + lower)}" fill-opacity="0.14"/>')
+    if len(pts) > 1:
+        out.append(f'<polyline points="{_points(pts)}" fill="none" stroke="{s.color}"/>')
+    if drawn:
+        color = s.color if s.marker in STROKED else None  # a filled shape takes the group's fill
+        out += [marker(s.marker, a, b, color) for a, b in pts]
+    out.append("</g>")
+    return "".join(out)
 
 
 def line_panel(
@@ -197,7 +272,8 @@ def line_panel(
     hlines: Sequence[tuple[float, str]] = (),
     markers: bool = True,
 ) -> list[str]:
-    """One chart's elements inside the box (x0, y0, w, h), axes labels included (left 52 px, bottom 34 px)."""
+    """One chart's elements inside the box (x0, y0, w, h), axes labels included (left 52 px, bottom 34 px). A line's
+    width and joins come from the page's style sheet (``svg .s polyline``)."""
     left, bottom, top = 52, 34, 20 if title else 6
     px0, px1, py0, py1 = x0 + left, x0 + w - 8, y0 + h - bottom, y0 + top
     xs = [p[0] for s in series for p in s.points] + [v for v, _ in vlines]
@@ -222,60 +298,18 @@ def line_panel(
     xa = _Axis(min(xs), max(xs), px0, px1, x_scale, pad=0.05)
     ya = _Axis(lo, hi, py0, py1, y_scale)
     yt = log_ticks(lo, hi) if y_scale == "log" else nice_ticks(lo, hi)
-    for t in yt:
-        yy = ya(t)
-        out.append(f'<line x1="{_f(px0)}" y1="{_f(yy)}" x2="{_f(px1)}" y2="{_f(yy)}" stroke="#e4e7ec"/>')
-        out.append(f'<text x="{_f(px0 - 6)}" y="{_f(yy + 4)}" text-anchor="end" fill="#475467">{_fmt_tick(t)}</text>')
     xt = list(x_ticks) if x_ticks is not None else nice_ticks(min(xs), max(xs))
-    # thin out x tick labels that would collide
-    last_end = -1e9
-    for t in xt:
-        xx = xa(t)
-        label = _fmt_tick(t)
-        out.append(f'<line x1="{_f(xx)}" y1="{_f(py0)}" x2="{_f(xx)}" y2="{_f(py0 + 4)}" stroke="#98a2b3"/>')
-        half = _text_w(label) / 2
-        if xx - half > last_end + 4:
-            out.append(f'<text x="{_f(xx)}" y="{_f(py0 + 16)}" text-anchor="middle" fill="#475467">{label}</text>')
-            last_end = xx + half
-    out.append(f'<line x1="{_f(px0)}" y1="{_f(py0)}" x2="{_f(px1)}" y2="{_f(py0)}" stroke="#98a2b3"/>')
-    out.append(f'<line x1="{_f(px0)}" y1="{_f(py0)}" x2="{_f(px0)}" y2="{_f(py1)}" stroke="#98a2b3"/>')
-    if x_label:
-        out.append(f'<text x="{_f((px0 + px1) / 2)}" y="{_f(py0 + 30)}" text-anchor="middle">{escape(x_label)}</text>')
-    if y_label:
-        cy = (py0 + py1) / 2
-        out.append(f'<text transform="translate({_f(x0 + 12)},{_f(cy)}) rotate(-90)" text-anchor="middle">'
-                   f"{escape(y_label)}</text>")  # fmt: skip
+    out += _frame(xa, ya, xt, yt, (px0, px1, py0, py1), x_label, y_label, x0)
     for v, _label in hlines:
         if lo <= v <= hi:
-            yy = ya(v)
             color, dash = REF_STYLE["hline"]
-            out.append(f'<line x1="{_f(px0)}" y1="{_f(yy)}" x2="{_f(px1)}" y2="{_f(yy)}" stroke="{color}" '
-                       f'stroke-dasharray="{dash}" stroke-width="1.5"/>')  # fmt: skip
+            out.append(f'<path d="M{_f(px0)} {_f(ya(v))}H{_f(px1)}" stroke="{color}" stroke-dasharray="{dash}" '
+                       'stroke-width="1.5"/>')  # fmt: skip
     for v, _label in vlines:
-        xx = xa(v)
         color, dash = REF_STYLE["vline"]
-        out.append(f'<line x1="{_f(xx)}" y1="{_f(py0)}" x2="{_f(xx)}" y2="{_f(py1)}" stroke="{color}" '
-                   f'stroke-dasharray="{dash}" stroke-width="1.5"/>')  # fmt: skip
-    for s in series:
-        pts = [(xa(x), ya(y), h_) for x, y, h_ in s.points]
-        out.append(f'<g class="s" data-enc="{escape(s.name)}">')
-        if any(p[2] is not None for p in s.points):  # the interval band, clipped to the axis range
-            def clip(v: float) -> float:
-                return min(max(v, lo), hi)
-
-            upper = [(xa(x), ya(clip(y + (h_ or 0)))) for x, y, h_ in s.points]
-            lower = [(xa(x), ya(clip(y - (h_ or 0)))) for x, y, h_ in s.points][::-1]
-            out.append('<polygon points="' + " ".join(f"{_f(a)},{_f(b)}" for a, b in upper + lower)
-                       + f'" fill="{s.color}" fill-opacity="0.14"/>')  # fmt: skip
-        if len(pts) > 1:
-            out.append('<polyline points="' + " ".join(f"{_f(a)},{_f(b)}" for a, b, _ in pts)
-                       + f'" fill="none" stroke="{s.color}" stroke-width="1.8" stroke-linejoin="round"/>')  # fmt: skip
-        if markers or len(pts) == 1:
-            tips = s.tips if len(s.tips) == len(pts) else [""] * len(pts)
-            for (a, b, _), tip in zip(pts, tips, strict=True):
-                m = marker(s.marker, a, b, s.color)
-                out.append(f"<g><title>{escape(tip)}</title>{m}</g>" if tip else m)
-        out.append("</g>")
+        out.append(f'<path d="M{_f(xa(v))} {_f(py0)}V{_f(py1)}" stroke="{color}" stroke-dasharray="{dash}" '
+                   'stroke-width="1.5"/>')  # fmt: skip
+    out += [_marks(s, xa, ya, lo, hi, markers) for s in series]
     return out
 
 
@@ -319,60 +353,3 @@ def panels(
     body += _legend(entries, ncols * w + 10, 24)
     return _svg(width, height, body, "small multiples")
 
-
-def heatmap(
-    rows: Sequence[tuple[str, str]],
-    cols: Sequence[str],
-    panels_: Sequence[tuple[str, Sequence[Sequence[float | None]]]],
-    color: object,
-    *,
-    cell_w: float = 58,
-    cell_h: float = 22,
-) -> str:
-    """Heatmap panels side by side: ``rows`` are (label, label colour), each panel (title, matrix rows x cols) with
-    values in [0, 1] coloured by ``color(value) -> (fill, text colour)``, missing values grey."""
-    label_w = 14 + max((_text_w(r[0], 11, bold=True) for r in rows), default=0)
-    if cols:  # a panel is at least as wide as its title
-        cell_w = max(cell_w, (max(_text_w(t, 12, bold=True) for t, _ in panels_) + 12) / len(cols))
-    # column labels rotated by -40 degrees: they rise by sin 40° and reach right by cos 40° of their width
-    col_w = [_text_w(c, 10.5) for c in cols]
-    col_h = 14 + max(col_w, default=0) * math.sin(math.radians(40))
-    top = 22 + col_h
-    panel_w = cell_w * len(cols)
-    body: list[str] = []
-    for p, (title, matrix) in enumerate(panels_):
-        x0 = label_w + p * (panel_w + 24)
-        body.append(f'<text x="{_f(x0)}" y="14" font-size="12" font-weight="600">{escape(title)}</text>')
-        for j, c in enumerate(cols):
-            cx = x0 + (j + 0.5) * cell_w
-            body.append(f'<text transform="translate({_f(cx)},{_f(top - 6)}) rotate(-40)" font-size="10.5">'
-                        f"{escape(c)}</text>")  # fmt: skip
-        for i, _ in enumerate(rows):
-            for j, _ in enumerate(cols):
-                v = matrix[i][j]
-                fill, fg = color(v)  # type: ignore[operator]
-                x, y = x0 + j * cell_w, top + i * cell_h
-                body.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(cell_w - 1)}" height="{_f(cell_h - 1)}" '
-                            f'fill="{fill}"/>')  # fmt: skip
-                text = "–" if v is None else f"{v:.2f}"
-                body.append(f'<text x="{_f(x + cell_w / 2)}" y="{_f(y + cell_h / 2 + 4)}" text-anchor="middle" '
-                            f'font-size="10.5" fill="{fg}">{text}</text>')  # fmt: skip
-    for i, (label, lc) in enumerate(rows):
-        y = top + i * cell_h + cell_h / 2 + 4
-        body.append(f'<text x="{_f(label_w - 8)}" y="{_f(y)}" text-anchor="end" font-weight="600" fill="{lc}">'
-                    f"{escape(label)}</text>")  # fmt: skip
-    width = label_w + len(panels_) * (panel_w + 24)
-    if cols:  # the last panel's labels may reach past its right edge
-        last_x0 = label_w + (len(panels_) - 1) * (panel_w + 24)
-        reach = max(last_x0 + (j + 0.5) * cell_w + w * math.cos(math.radians(40)) + 4 for j, w in enumerate(col_w))
-        width = max(width, reach)
-    height = top + len(rows) * cell_h + 4
-    # a colour bar under the panels
-    bar_y = height + 8
-    for k in range(50):
-        fill, _ = color(k / 49)  # type: ignore[operator]
-        body.append(f'<rect x="{_f(label_w + k * 3)}" y="{_f(bar_y)}" width="3.2" height="9" fill="{fill}"/>')
-    body.append(f'<text x="{_f(label_w)}" y="{_f(bar_y + 22)}" font-size="10">0 = chance</text>')
-    body.append(f'<text x="{_f(label_w + 150)}" y="{_f(bar_y + 22)}" font-size="10" text-anchor="end">'
-                "1 = perfect</text>")  # fmt: skip
-    return _svg(max(width, label_w + 160), bar_y + 28, body, "heatmap")

@@ -6,7 +6,7 @@ with bulk inserts through the schema of :mod:`pebench.store.schema`.
 
 ``python -m pebench.report.synthetic --results 10000 --out /tmp/lb.html`` builds a database of 10,000 results and times
 the rendering of its leaderboard; ``--all-encodings`` instead builds every registered encoding on two tasks (the
-page a full run of the suite's encodings gives).
+page a full run of the suite's encodings gives); ``--field`` 60 encodings x 50 tasks (a field's size, issue 65).
 """
 
 from __future__ import annotations
@@ -234,6 +234,25 @@ def all_encodings_spec(seeds: int = 3) -> SynthSpec:
     return SynthSpec(names, tasks, seeds=seeds, skip=skip)
 
 
+def field_spec(n_encodings: int = 60, n_tasks: int = 50, lengths: Sequence[int] = (64, 128, 256),
+               curve_points: int = 20) -> SynthSpec:  # fmt: skip
+    """A field's size (issue 65): the registered encodings and tasks, padded with made-up names (``extra_enc_NN``,
+    ``extra_task_NN``) up to ``n_encodings`` x ``n_tasks``; one seed, no attention maps, ``lengths`` (the first is
+    the training length); as in a real run, no results where an encoding does not apply to a task."""
+    from pebench import encodings
+    from pebench import tasks as task_registry
+
+    names = (list(encodings.available()) + [f"extra_enc_{i:02d}" for i in range(n_encodings)])[:n_encodings]
+    task_names = (list(task_registry.available()) + [f"extra_task_{i:02d}" for i in range(n_tasks)])[:n_tasks]
+    tasks = [SynthTask(t, lengths[0], tuple(lengths), metric="perplexity" if t == "lm" else "accuracy",
+                       chance=260.0 if t == "lm" else 0.1, vocab=260 if t == "lm" else 16)
+             for t in task_names]  # fmt: skip
+    skip = frozenset((e, t) for e in names if e in encodings.available() for t in task_names
+                     if t in task_registry.available()
+                     and encodings.not_applicable(e, task_registry.get(t)) is not None)  # fmt: skip
+    return SynthSpec(names, tasks, seeds=1, curve_points=curve_points, attention=False, skip=skip)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pebench.report.page import render_report
 
@@ -242,12 +261,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--db", default=None, help="database URL (default: a new file beside --out)")
     p.add_argument("--out", default="synthetic-leaderboard.html")
     p.add_argument("--all-encodings", action="store_true", help="every registered encoding on two tasks instead")
+    p.add_argument("--field", action="store_true", help="60 encodings x 50 tasks (the registered ones and made-up "
+                   "names), one seed, instead")  # fmt: skip
     args = p.parse_args(argv)
     out = Path(args.out)
     url = args.db or f"sqlite:///{out.with_suffix('.db')}"
     if args.db is None and out.with_suffix(".db").exists():
         out.with_suffix(".db").unlink()
-    spec = all_encodings_spec() if args.all_encodings else standard_spec(args.results)
+    spec = all_encodings_spec() if args.all_encodings else field_spec() if args.field else standard_spec(args.results)
     t0 = time.perf_counter()
     engine = db.open_db(url)
     write_run(engine, records(spec, 0.0, 1))

@@ -11,11 +11,12 @@ from typing import Any
 import pandas as pd
 
 from pebench.analysis import noise, reach, scoring
+from pebench.analysis.ranking import Ranked, Ranking
 from pebench.analysis.reach import Reach
 from pebench.analysis.scoring import Group, finite, mean
 from pebench.analysis.stats import t_interval
 from pebench.metrics import Metric
-from pebench.report import families
+from pebench.report import board, families, rates
 from pebench.report.colors import cmap_hex, encoding_colors
 from pebench.report.svg import MARKER_SHAPES
 from pebench.status import ResultStatus
@@ -34,6 +35,8 @@ class Cell:
     best: bool = False
     digits: int = 1
     tip: str = ""
+    half_tip: str = ""
+    """What the ± is, when it is not the interval over the cell's own seeds."""
 
     @property
     def text(self) -> str:
@@ -148,6 +151,22 @@ class Entry:
     rank: int = 0
     reach: float | None = None
     """How far, the median over tasks (:func:`pebench.analysis.reach.median_reach`)."""
+    keeps_2x: int = 0
+    """On how many tasks it keeps 90% of its score up to 2x and 4x the training length (:func:`reach.keeps`)."""
+    keeps_4x: int = 0
+    ranked: Ranked | None = None
+    """Its row of the OOD ranking: rank range, tie group, the other aggregations (None for a partial row)."""
+    group_start: bool = False
+    """The first row of its tie group."""
+
+    @property
+    def rank_text(self) -> str:
+        """The rank range (``"2-7"``), or ``"apart"`` for a row ranked apart."""
+        return self.ranked.range_text if self.ranked is not None else str(self.rank)
+
+    @property
+    def group(self) -> int | None:
+        return self.ranked.group if self.ranked is not None else None
 
     @property
     def reach_text(self) -> str:
@@ -181,22 +200,6 @@ def _task_keys(groups: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], t
     return out
 
 
-def _config_text(rec: Mapping[str, Any]) -> str:
-    cfg = rec.get("config") or {}
-    model = cfg.get("model") or {}
-    train = cfg.get("train") or {}
-    parts = []
-    if train.get("steps") is not None:
-        parts.append(f"{train['steps']} steps, batch {train.get('batch_size', '?')}, lr {train.get('lr', '?')}")
-    if model:
-        layers, heads = model.get("n_layers", "?"), model.get("n_heads", "?")
-        parts.append(f"d_model {model.get('d_model', '?')}, {layers} layers, {heads} heads")
-    task_opts = (cfg.get("task") or {}).get("options")
-    if task_opts:
-        parts.append("task options " + ", ".join(f"{k}={v}" for k, v in sorted(task_opts.items())))
-    return " · ".join(parts)
-
-
 @dataclass
 class Assembled:
     tasks: list[TaskView]
@@ -207,6 +210,7 @@ class Assembled:
     has_deltas: bool
     groups: dict[tuple[str, int], dict[str, Group]]
     keys: dict[tuple[str, int], tuple[str, str]]
+    ranking: Ranking | None = None
 
 
 @dataclass
@@ -315,7 +319,7 @@ def _task_view(
         train_length=train_length,
         lengths=lengths,
         rows=rows,
-        config_text=_config_text(first),
+        config_text=rates.config_text(first, (r for g in enc_groups.values() for r in g.rows())),
         unit=m.unit,
         show_id=len(id_lengths) > 1,
         metric_def=m,
@@ -323,15 +327,17 @@ def _task_view(
 
 
 def _entries(encodings: Sequence[str], groups: Mapping[tuple[str, int], Any], colors: Mapping[str, str],
-             acc: _Scores) -> list[Entry]:  # fmt: skip
-    """The leaderboard rows, ranked by the OOD aggregate (then ID, then name)."""
+             acc: _Scores) -> tuple[list[Entry], Ranking]:  # fmt: skip
+    """The leaderboard rows in the order of the OOD ranking (:mod:`pebench.report.board`), and that ranking."""
+    ood_rank, id_rank = board.rankings(acc.ood_norm, acc.id_norm, acc.sigmas)
     entries = []
-    for enc in encodings:
+    for enc in board.order(ood_rank, encodings):
         entry = Entry(
             encoding=enc,
             color=colors[enc],
-            id=_aggregate(acc.id_norm.get(enc, {})),
-            ood=_aggregate(acc.ood_norm.get(enc, {})),
+            id=Cell(digits=3, **board.cell_fields(id_rank.row(enc))),
+            ood=Cell(digits=3, **board.cell_fields(ood_rank.row(enc))),
+            ranked=ood_rank.row(enc),
             n_tasks=sum(1 for tk in groups if enc in groups[tk]),
             total_tasks=len(groups),
             n_seeds=len(acc.seeds[enc]),
@@ -345,21 +351,13 @@ def _entries(encodings: Sequence[str], groups: Mapping[tuple[str, int], Any], co
                 cell.delta = sum(mean(cur[k].values()) - old[k] for k in common) / len(common)  # type: ignore[operator]
                 cell.delta_good = cell.delta > 0
         entries.append(entry)
-    entries.sort(key=lambda e: (e.ood.value is None, -(e.ood.value or 0.0), -(e.id.value or 0.0), e.encoding))
     for i, e in enumerate(entries, 1):
         e.rank = i
-    _mark_leader(entries, acc)
-    return entries
-
-
-def _mark_leader(entries: Sequence[Entry], acc: _Scores) -> None:
-    """The leaderboard's best ID / OOD aggregate: with several seeds when its interval separates from every other
-    one; with one seed when it beats every other by more than the tasks' pooled seed noise; else a tie."""
-    sigma = noise.aggregate_sigma(list(acc.sigmas.values()))
-    for attr, per in (("id", acc.id_norm), ("ood", acc.ood_norm)):
-        samples = [scoring.aggregate_per_seed(per.get(e.encoding, {})) for e in entries]
-        for e, best in zip(entries, noise.marked_best(samples, sigma), strict=True):
-            getattr(e, attr).best = best
+        e.group_start = e.group is not None and (i == 1 or entries[i - 2].group != e.group)
+    for attr, ranking in (("id", id_rank), ("ood", ood_rank)):  # best: alone in the first tie group
+        for e in entries:
+            getattr(e, attr).best = e.encoding == board.leader(ranking)
+    return entries, ood_rank
 
 
 def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
@@ -377,13 +375,13 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
     views = [
         _task_view(tk, *keys[tk], groups[tk], prev_groups.get(tk, {}), colors, markers, acc) for tk in sorted(groups)
     ]
-    entries = _entries(encodings, groups, colors, acc)
+    entries, ranking = _entries(encodings, groups, colors, acc)
     heat = {
         "ood": {e: {k: mean(v.values()) for k, v in acc.ood_norm.get(e, {}).items()} for e in encodings},
         "id": {e: {k: mean(v.values()) for k, v in acc.id_norm.get(e, {}).items()} for e in encodings},
     }
     _split_grids(views, groups, keys)
-    return Assembled(views, entries, colors, markers, heat, acc.has_deltas, groups, keys)
+    return Assembled(views, entries, colors, markers, heat, acc.has_deltas, groups, keys, ranking)
 
 
 def _norms(group: Group, length: int) -> list[float]:
@@ -401,18 +399,6 @@ def _mark_best(cells: Sequence[Cell], samples: Sequence[Sequence[float]], sigma:
     unique = sum(shown) == 1
     for c, best in zip(cells, flags, strict=True):
         c.best = best and unique and c.value is not None
-
-
-def _aggregate(per_task: Mapping[str, Mapping[int, float]]) -> Cell:
-    """The leaderboard cell of :func:`pebench.analysis.scoring.aggregate`."""
-    est = scoring.aggregate(per_task)
-    if est is None:
-        return Cell(digits=3)
-    half = max(est.mean - est.low, est.high - est.mean) if est.n > 1 else None
-    cell = Cell(value=est.mean, half=half, n=est.n, digits=3)
-    if est.n > 1:
-        cell.tip = f"mean over {est.n} seeds, 95% BCa bootstrap interval [{est.low:.3f}, {est.high:.3f}]"
-    return cell
 
 
 def _split_grids(

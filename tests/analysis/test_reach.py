@@ -1,11 +1,12 @@
 """How far (:mod:`pebench.analysis.reach`) on hand-made normalised scores: contiguous reach, not learned, ties at
-chance, a lower-is-better metric, several seeds averaged, missing lengths, and the median over tasks."""
+chance, a lower-is-better metric, several seeds averaged, missing lengths, the median over tasks, and on how many
+tasks an encoding keeps its score up to 2x and 4x."""
 
 import pytest
 
 from pebench import metrics
 from pebench.analysis import scoring
-from pebench.analysis.reach import FRACTION, Reach, median_reach, multiple_text, reach
+from pebench.analysis.reach import FRACTION, Reach, keeps, median_reach, multiple_text, reach
 
 ACC, PPL = metrics.get("accuracy"), metrics.get("perplexity")
 
@@ -76,3 +77,17 @@ def test_median_over_tasks():
     assert multiple_text(median_reach([r(512), r(None, 0.1), r(None, 0.0)])) == "–"
     assert median_reach([r(512), Reach(64)]) == 8.0  # no reference at all: that task is left out
     assert median_reach([]) is None and multiple_text(None) == "–"
+
+
+def test_keeps_counts_the_tasks_reaching_a_multiple():
+    """The leaderboard's keeps 2x / 4x: where the median how far is 1x, the counts still tell encodings apart."""
+    tasks = [reach(one_seed(by_length), 64) for by_length in (
+        {64: 1.0, 128: 1.0, 256: 0.95},  # 4x
+        {64: 1.0, 128: 0.95, 256: 0.5},  # 2x
+        {64: 1.0, 96: 0.95, 128: 0.2},  # 1.5x
+        {64: 1.0, 128: 0.5, 256: 1.0},  # 1x: contiguous
+        {64: 0.2, 128: 0.2, 256: 0.2},  # not learned, never counts
+    )]  # fmt: skip
+    assert [keeps(tasks, m) for m in (1, 1.5, 2, 4, 8)] == [4, 3, 2, 1, 0]
+    assert median_reach(tasks) == 1.5 and keeps([], 2) == 0
+    assert keeps([Reach(64)], 1) == 0  # not evaluated at the training length

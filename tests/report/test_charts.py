@@ -27,9 +27,10 @@ def test_length_plots_are_small_multiples_by_family(small_run):
     panels = re.findall(r'<div class="panel" data-family="([a-z]+)"><svg.*?</svg></div>', html)
     assert panels == ["rotary", "bias", "none", "other"]  # in family order; an unregistered name is "other"
     rotary = re.search(r'data-family="rotary">(<svg.*?</svg>)', html).group(1)
-    assert re.findall(r'<g class="s" data-enc="([a-z_]+)">', rotary) == ["rope", "yarn"]
+    assert re.findall(r'<g class="s" data-enc="([a-z_]+)"', rotary) == ["rope", "yarn"]
     assert re.findall(r'<g class="lg" data-enc="([a-z_]+)"', rotary) == ["rope", "yarn"]
-    assert "<title>rope, length 128: " in rotary  # a point's value on hover
+    # a line's values on hover: one title per line, its value at every length
+    assert re.search(r"<title>rope: [0-9.]+%( ± [0-9.]+)? at length 64, [0-9.]+%( ± [0-9.]+)? at 128, ", rotary)
     assert "rotary: q and k rotated by position" in rotary
     colors = small_run["colors"]
     assert len(set(colors.values())) == 5 and colors["rope"] != colors["yarn"]
@@ -83,3 +84,28 @@ def test_no_validation_chart_without_validation_points(tmp_path):
     engine.dispose()
     context = build_context(url, "latest")
     assert str(context["validation_svg"]) == "" and "k_back" in str(context["curves_svg"])
+
+
+def test_learning_curves_draw_the_leaders_and_any_asked_for(tmp_path):
+    """Ten encodings: the curves draw the leaderboard's first 8 and say which are left out; ``--curves`` adds some,
+    ``all`` draws every one, and a name not on the page is refused in one line (issue 65)."""
+    from pebench.report import ReportError
+
+    names = ["rope", "alibi", "nope", "yarn", "t5", "fire", "kerple", "xpos", "learned", "sinusoidal"]
+    spec = synthetic.SynthSpec(names, [synthetic.SynthTask("k_back")], curve_points=3, attention=False)
+    url = f"sqlite:///{tmp_path / 'ten.db'}"
+    engine = store.open_db(url)
+    synthetic.write_run(engine, synthetic.records(spec))
+    engine.dispose()
+
+    def drawn(ctx):
+        return set(re.findall(r'<g class="s" data-enc="([a-z_0-9]+)"', str(ctx["curves_svg"])))
+
+    ctx = build_context(url, "latest")
+    order = [e.encoding for e in ctx["entries"]]
+    assert drawn(ctx) == set(order[:8]) and ctx["curves_note"]["left_out"] == sorted(order[8:])
+    ctx = build_context(url, "latest", curves=order[-1])
+    assert drawn(ctx) == set(order[:8]) | {order[-1]} and ctx["curves_note"]["asked"] == [order[-1]]
+    assert drawn(build_context(url, "latest", curves="all")) == set(names)
+    with pytest.raises(ReportError, match="--curves nonesuch: not an encoding of this page"):
+        build_context(url, "latest", curves="nonesuch")

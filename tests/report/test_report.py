@@ -93,7 +93,7 @@ def test_leaderboard_numbers_order_partial_and_deltas(db_url):
     assert entries["solo"].ood.value == pytest.approx(1.0)
     assert entries["alpha"].id.value == pytest.approx((1.0 + 0.5) / 2)
     assert entries["beta"].id.value == pytest.approx((0.8 + 0.75) / 2)
-    assert [e.encoding for e in ctx["entries"]] == ["solo", EVIL, "alpha", "beta"]
+    assert [e.encoding for e in ctx["entries"]] == [EVIL, "alpha", "beta", "solo"]
     assert entries["solo"].partial and (entries["solo"].n_tasks, entries["solo"].total_tasks) == (1, 2)
     assert not entries["alpha"].partial
     assert entries["beta"].failures == 1
@@ -171,6 +171,12 @@ def test_a_default_protocol_page_counts_every_rate_and_flags_nothing_the_protoco
     render_report(lr_run, page, "all")
     html = page.read_text()
     assert "several configurations" not in html and "superseded" not in html and "4 models · 4 trained" in html
+    # the rates are summarised, not ranked point by point, and no "None" (issue 65)
+    assert ctx["lr_rates"] == {"rates": ["1e-3", "3e-3"], "rows": [
+        {"encoding": e, "color": ctx["colors"][e], "counts": [int(e == "rope"), int(e == "learned")]}
+        for e in [entry.encoding for entry in ctx["entries"]]]}  # fmt: skip
+    assert ctx["sweep"] == [] and "the learning rates chosen" in html and "None" not in html
+    assert ctx["tasks"][0].config_text.startswith("learning rate per cell: 1e-3 (1 cell), 3e-3 (1) · ")
 
 
 def test_empty_database_gives_a_page_that_says_so(db_url, tmp_path):

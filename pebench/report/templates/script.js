@@ -26,7 +26,7 @@
   Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, index) {
       th.tabIndex = 0;
-      th.title = "sort by this column";
+      if (!th.title) { th.title = "sort by this column"; }  // a header that explains itself keeps its words
       th.addEventListener("click", function () { sortBy(table, index, th); });
       th.addEventListener("keydown", function (e) {
         if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sortBy(table, index, th); }
@@ -46,7 +46,13 @@
       each(".multiples .panel", function (p) { p.hidden = p.querySelector(".s:not(.off)") === null; });
     });
   }
-  // a click on a legend row highlights that encoding in every chart and dims the others; again: all back
+  // a click on a legend row highlights that encoding in every chart and dims the others; again: all back. The rows
+  // become buttons here, not in the markup: a page at a field's size has thousands of them
+  each("svg .lg", function (el) {
+    el.setAttribute("tabindex", "0");
+    el.setAttribute("role", "button");
+    el.setAttribute("aria-pressed", "false");
+  });
   var focus = null;
   function setFocus(name) {
     focus = name === focus ? null : name;
