@@ -22,19 +22,46 @@ the short convolution and the L2 normalisation of w but we could not re-check it
 depthwise convolution), c_h = 0 (β starts near 1); L2 normalisation with eps 1e-6. The paper's PaTH-FoX variant
 (adding FoX's forget gate) and the layer's optional QK-norm are not part of this encoding.
 
-Computation: the Triton kernels of the paper (a blockwise UT-transform algorithm) are not used. Here the scores are
-exact products in plain PyTorch, O(T²·d) per head, by blocks of c ≈ √T tokens: one backward pass over each block
-carries the block's queries back to its start (H_a ⋯ H_i q_i), gives the scores inside the block, each key carried
-to the block's end (H_{e-1} ⋯ H_{j+1} k_j) and the block's d×d product; then the queries are carried back block by
-block with those products and scored against each earlier block's carried keys. About 2√T sequential steps instead
-of T. The scores come through :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores`
-(``custom_scores``), a ``(B, H, T, T)`` tensor the model scales, masks and feeds to its blocked attention on every
-device. Index positions are not read, so shifting them changes nothing.
+Computation: exact, in plain PyTorch, by chunks of C tokens with the compact "UT" form of a product of
+Householder-like matrices (the paper's parallel algorithm, done by matrix products; its Triton kernels are not used).
+For the C tokens a..a+C-1 of a chunk, W ``(C, d)`` its w_t as rows and D = diag(β),
+
+    H_a H_{a+1} ⋯ H_{a+C-1} = I - Wᵀ A W,    A = (I + D striu(W Wᵀ))⁻¹ D      (upper triangular),
+
+striu the strictly upper part: the UT transform (Joffrain et al. 2006; A⁻¹ = D⁻¹ + striu(W Wᵀ) for β > 0; the
+recurrence A_n = [[A_{n-1}, -β_n A_{n-1} W_{n-1} w_n], [0, β_n]] gives it for every β, 0 included). A product over
+any run of consecutive tokens of the chunk is the same with A's diagonal block of that run, so with Q, K the chunk's
+queries and keys, tril / stril the lower / strictly lower parts, and G = Q Wᵀ, E = stril(W Kᵀ):
+
+    scores within the chunk      S = Q Kᵀ - tril(G) Aᵀ E,
+    queries to the chunk's start Q̃ = Q - tril(G) Aᵀ W        (row i: H_a ⋯ H_i q_i),
+    keys to the chunk's end      K̃ = K - Eᵀ A W               (row j: H_{a+C-1} ⋯ H_{j+1} k_j),
+    the chunk's product          Pᵀ = I - Wᵀ Aᵀ W,
+
+the A-products by two triangular solves with the unit triangular I + D striu(W Wᵀ) (never its inverse). Then, as
+before, the queries of the later chunks are carried back chunk by chunk (Q̃ Pᵀ) and scored against each earlier
+chunk's K̃: s_ij = q̃_iᵀ P_{b-1}ᵀ ⋯ P_{b'+1}ᵀ k̃_j for i in chunk b and j in chunk b' < b. Everything is a batched
+matrix product or triangular solve over (batch, head, chunk), with n - 1 sequential steps between the chunks, where
+the former per-token form (blocks of √T tokens, one matrix-vector step per token, kept as the tests' sequential
+reference) took about 2√T sequential steps of small ones.
+
+Operation count per head (multiply-adds counted as 2, n = T/C chunks; the solves C² per right-hand column): within
+the chunks n(3C³ + 14C²d + 2Cd²), between them C²d·n(n-1) + Cd²(n-1)(n-2); the per-token form's 6T(c+d)d (two
+matrix-vector products and a rank-one update on c + d rows per token) plus (c²d + cd²)·m(m-1), c ≈ √T, m = T/c;
+q·kᵀ alone is 2T²d. At d = 32: T = 64, 0.84M here (C = 16) against 1.06M; T = 256, 8.2M (C = 32) against 8.3M;
+q·kᵀ 0.26M and 4.2M. So about as many FLOPs, in a third of the operations (forward and backward).
+The chunk (:func:`block_size`): the cubic term within the chunks grows with C and the carrying between them, T²d²/C,
+falls; at d = 32 their sum is least near C ≈ 1.2-1.6√T (T from 64 to 1024). We take chunks of at most the power of
+two at least √(2T) (16 up to 128 tokens, 32 up to 512, 64 up to 2048; one chunk up to 16 tokens), the larger side,
+which halves the sequential steps between chunks, and split T into that many chunks as equally as possible, so a
+length past a power of two pads no almost-empty chunk: within 20% of the least FLOPs from 17 to 1024 tokens.
+
+The scores come through :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores` (``custom_scores``),
+a ``(B, H, T, T)`` tensor the model scales, masks and feeds to its blocked attention on every device. Index positions
+are not read, so shifting them changes nothing.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
@@ -47,40 +74,52 @@ from pebench.options import Option
 
 
 def block_size(length: int) -> int:
-    """Tokens per block of :func:`path_scores`: about √T (balances the two sequential passes)."""
-    return max(1, min(length, max(4, math.isqrt(max(length - 1, 0)) + 1)))
+    """Tokens per chunk of :func:`path_scores`: as few chunks as the power of two at least √(2T) (and at least 16)
+    allows, as equal as can be (fewer than one padded token per chunk); the module docstring says why."""
+    most = max(16, 1 << -(-(2 * length - 1).bit_length() // 2))
+    chunks = max(1, -(-length // most))
+    return max(1, -(-length // chunks))
+
+
+def _chunks(q: Tensor, k: Tensor, w: Tensor, beta: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Per chunk, for queries, keys and directions ``(..., n, C, d)`` and β ``(..., n, C, 1)``: the scores within
+    it S, its queries carried to its start Q̃, its keys carried to its end K̃ and its product transposed Pᵀ (the
+    module docstring's formulas)."""
+    c, d = q.shape[-2:]
+    gram = torch.cat([q, w], -2) @ torch.cat([w, k], -2).mT  # [[Q Wᵀ, Q Kᵀ], [W Wᵀ, W Kᵀ]]
+    qw, qk, ww, e = gram[..., :c, :c], gram[..., :c, c:], gram[..., c:, :c], gram[..., c:, c:].tril(-1)
+    # I + D striu(W Wᵀ), unit upper triangular; the solves in float32 at least (none in bfloat16 under autocast)
+    m = upcast(torch.eye(c, dtype=q.dtype, device=q.device) + beta * ww.triu(1))
+    solve = torch.linalg.solve_triangular
+    at = beta * solve(m.mT, upcast(torch.cat([e, w], -1)), upper=False, unitriangular=True)  # Aᵀ [E | W]
+    z = qw.tril() @ at
+    aw = solve(m, beta * w, upper=True, unitriangular=True)  # A W
+    product_t = torch.eye(d, dtype=q.dtype, device=q.device) - w.mT @ at[..., c:]
+    return qk - z[..., :c], q - z[..., c:], k - e.mT @ aw, product_t
 
 
 def path_scores(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None = None) -> Tensor:
     """``s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j`` with ``H_t = I - β_t w_t w_tᵀ`` for queries, keys and directions ``(..., T,
-    d)`` and ``β`` ``(..., T)``: ``(..., T, T)`` in float32; entries j > i hold finite values of no meaning."""
-    t, d = q.shape[-2:]
+    d)`` and ``β`` ``(..., T)``: ``(..., T, T)`` in float32 (float64 kept; under autocast, its matrix products'
+    dtype); entries j > i hold finite values of no meaning. By chunks of ``block`` tokens (default
+    :func:`block_size`)."""
+    t = q.shape[-2]
     c = block or block_size(t)
     nb = -(-t // c)
-    pad = nb * c - t  # padded tokens come last, with w = 0 (H = I): no real score reads them
-    q, k, w = (F.pad(upcast(a), (0, 0, 0, pad)) for a in (q, k, w))
-    bw = F.pad(upcast(beta), (0, pad))[..., None] * w  # β_t w_t
-    qb, kb, wb, bwb = (a.unflatten(-2, (nb, c)) for a in (q, k, w, bw))  # (..., nb, c, d)
-    # rows 0..c-1: the block's queries; rows c..c+d-1: the identity, which becomes the block's product transposed
-    state = torch.cat([qb, torch.eye(d, device=q.device).expand(*qb.shape[:-2], d, d)], -2)
-    row = torch.arange(c + d, device=q.device)[:, None]
-    outs = []
-    for s in reversed(range(c)):  # token a + s of every block
-        outs.append(state @ kb[..., s, :, None])  # queries i >= s carried to s (H_{a+s+1} ⋯ H_i q_i) · k_s; N k_s
-        active = ((row >= s) | (row >= c)).to(state.dtype)  # H_{a+s} acts on queries i >= s and on the product
-        state = state - (state @ wb[..., s, :, None]) * active * bwb[..., s, None, :]
-    out = torch.cat(outs[::-1], -1)  # (..., nb, c + d, c)
-    inside, keys = out[..., :c, :], out[..., c:, :]  # scores within a block; keys carried to its end, as columns
-    back, product = state[..., :c, :], state[..., c:, :]  # queries carried to their block's start; (H_a ⋯ H_e-1)ᵀ
+    pad = nb * c - t  # padded tokens come last, with w = 0 and β = 0 (H = I): no real score reads them
+    q, k, w = (F.pad(upcast(a), (0, 0, 0, pad)).unflatten(-2, (nb, c)) for a in (q, k, w))
+    beta = F.pad(upcast(beta), (0, pad)).unflatten(-1, (nb, c))[..., None]
+    inside, back, keys, product_t = _chunks(q, k, w, beta)
     strips: list[Tensor | None] = [None] * nb
-    carried = back[..., nb - 1, :, :]  # the queries of blocks b.., carried back to the start of block b
+    carried = back[..., nb - 1, :, :]  # the queries of chunks b.., carried back to the start of chunk b
     for b in range(nb - 1, 0, -1):
-        strips[b - 1] = carried @ keys[..., b - 1, :, :]
-        carried = torch.cat([back[..., b - 1, :, :], carried @ product[..., b - 1, :, :]], -2)
+        strips[b - 1] = carried @ keys[..., b - 1, :, :].mT
+        if b > 1:
+            carried = torch.cat([back[..., b - 1, :, :], carried @ product_t[..., b - 1, :, :]], -2)
     columns = []
     for b in range(nb):
         col = inside[..., b, :, :] if strips[b] is None else torch.cat([inside[..., b, :, :], strips[b]], -2)
-        columns.append(F.pad(col, (0, 0, b * c, 0)))  # rows before the block: keys after their query, masked
+        columns.append(F.pad(col, (0, 0, b * c, 0)))  # rows before the chunk: keys after their query, masked
     return torch.cat(columns, -1)[..., :t, :t]
 
 

@@ -1,7 +1,7 @@
 """PaTH attention (Yang et al. 2025, arXiv:2505.16381) from its formula: s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j with
 H_t = I - β_t w_t w_tᵀ, w_t the L2-normalised short convolution (SiLU) of a low-rank projection of x_t and
-β_t = 2σ(u·x_t + c). The references are explicit float64 matrix products per (i, j) and Python loops, never the
-blocked code under test."""
+β_t = 2σ(u·x_t + c). The references are explicit float64 matrix products per (i, j) and Python loops, and the
+former per-token blocked form (:func:`sequential_scores`), never the chunked code under test."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.path import block_size, path_scores
+from pebench.encodings.precision import upcast
 from pebench.errors import OptionError
 from pebench.models.transformer import ModelConfig, Transformer
 
@@ -40,6 +41,53 @@ def naive_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, beta: torch.
                 product = product @ h[s]
             out[i, j] = k[j] @ product @ q[i]
     return out
+
+
+def dense_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """The formula with explicit float64 matrices, batched over the leading dims of ``(..., T, d)``: for each query
+    i, P = H_{j+1} ⋯ H_i built by left products H_j P while j falls, s_ij = k_jᵀ P q_i; 0 above the diagonal."""
+    q, k, w, beta = q.double(), k.double(), w.double(), beta.double()
+    t, d = q.shape[-2:]
+    h = torch.eye(d, dtype=torch.float64) - beta[..., None, None] * w[..., :, None] * w[..., None, :]
+    out = torch.zeros(*q.shape[:-2], t, t, dtype=torch.float64)
+    for i in range(t):
+        product = torch.eye(d, dtype=torch.float64).expand(*q.shape[:-2], d, d)
+        for j in range(i, -1, -1):
+            out[..., i, j] = (k[..., j, None, :] @ product @ q[..., i, :, None])[..., 0, 0]
+            product = h[..., j, :, :] @ product
+    return out
+
+
+def sequential_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """The former ``path_scores`` (blocks of about √T tokens, one matrix-vector step per token inside a block): the
+    same scores by another order of products."""
+    t, d = q.shape[-2:]
+    c = max(1, min(t, max(4, math.isqrt(max(t - 1, 0)) + 1)))
+    nb = -(-t // c)
+    pad = nb * c - t
+    q, k, w = (F.pad(upcast(a), (0, 0, 0, pad)) for a in (q, k, w))
+    bw = F.pad(upcast(beta), (0, pad))[..., None] * w
+    qb, kb, wb, bwb = (a.unflatten(-2, (nb, c)) for a in (q, k, w, bw))
+    state = torch.cat([qb, torch.eye(d, dtype=q.dtype).expand(*qb.shape[:-2], d, d)], -2)
+    row = torch.arange(c + d)[:, None]
+    outs = []
+    for s in reversed(range(c)):  # queries i >= s of each block carried to s, and the block's product
+        outs.append(state @ kb[..., s, :, None])
+        active = ((row >= s) | (row >= c)).to(state.dtype)
+        state = state - (state @ wb[..., s, :, None]) * active * bwb[..., s, None, :]
+    out = torch.cat(outs[::-1], -1)
+    inside, keys = out[..., :c, :], out[..., c:, :]
+    back, product = state[..., :c, :], state[..., c:, :]
+    strips: list[torch.Tensor | None] = [None] * nb
+    carried = back[..., nb - 1, :, :]
+    for b in range(nb - 1, 0, -1):
+        strips[b - 1] = carried @ keys[..., b - 1, :, :]
+        carried = torch.cat([back[..., b - 1, :, :], carried @ product[..., b - 1, :, :]], -2)
+    columns = []
+    for b in range(nb):
+        col = inside[..., b, :, :] if strips[b] is None else torch.cat([inside[..., b, :, :], strips[b]], -2)
+        columns.append(F.pad(col, (0, 0, b * c, 0)))
+    return torch.cat(columns, -1)[..., :t, :t]
 
 
 def random_case(t: int, d: int, seed: int) -> tuple[torch.Tensor, ...]:
@@ -81,8 +129,70 @@ def test_scores_are_causal():
         torch.testing.assert_close(other[: cut + 1, : cut + 1], full[: cut + 1, : cut + 1])
 
 
-def test_the_blocks_are_about_the_square_root_of_the_length():
-    assert [block_size(t) for t in (1, 3, 16, 17, 80, 256, 1024)] == [1, 3, 4, 5, 9, 16, 32]
+def test_the_chunks_are_at_most_the_power_of_two_at_least_the_square_root_of_twice_the_length_and_equal():
+    lengths = (1, 3, 16, 17, 80, 128, 129, 256, 512, 513, 1024, 2049)
+    assert [block_size(t) for t in lengths] == [1, 3, 16, 9, 16, 16, 26, 32, 32, 57, 64, 121]
+
+
+def batched_case(shape: tuple[int, ...], t: int, d: int, seed: int, beta: str, dtype: torch.dtype):
+    gen = torch.Generator().manual_seed(seed)
+    q, k, w = (torch.randn(*shape, t, d, generator=gen, dtype=torch.float64) for _ in range(3))
+    b = {"random": 2 * torch.rand(*shape, t, generator=gen, dtype=torch.float64), "zero": torch.zeros(*shape, t),
+         "two": torch.full((*shape, t), 2.0), "one": torch.ones(*shape, t)}[beta]  # fmt: skip
+    return tuple(a.to(dtype) for a in (q, k, F.normalize(w, dim=-1), b))
+
+
+VISIBLE = {t: torch.ones(t, t, dtype=torch.bool).tril() for t in (1, 7, 16, 17, 40)}
+
+
+@pytest.mark.parametrize("beta", ["random", "zero", "two", "one"])  # one: H_t a projection, not invertible
+@pytest.mark.parametrize("t", [1, 7, 16, 17, 40])
+@pytest.mark.parametrize("block", [None, 1, 4, 16])
+def test_float64_scores_equal_the_dense_product_and_the_sequential_form(t, block, beta):
+    q, k, w, b = batched_case((2, 3), t, 5, seed=t, beta=beta, dtype=torch.float64)
+    got = path_scores(q, k, w, b, block)
+    assert got.dtype == torch.float64 and got.shape == (2, 3, t, t) and got.isfinite().all()
+    want, visible = dense_scores(q, k, w, b), VISIBLE[t]
+    scale = float(want.abs().max())
+    for reference in (want, sequential_scores(q, k, w, b)):
+        torch.testing.assert_close(got[..., visible], reference[..., visible], rtol=1e-12, atol=1e-12 * scale)
+    if beta == "zero":
+        torch.testing.assert_close(got[..., visible], (q @ k.mT)[..., visible], rtol=1e-12, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("t", [1, 17, 40])
+def test_float32_scores_equal_the_dense_product_and_the_sequential_form(t):
+    q, k, w, b = batched_case((2, 3), t, 8, seed=7, beta="random", dtype=torch.float32)
+    got = path_scores(q, k, w, b)
+    assert got.dtype == torch.float32
+    visible = VISIBLE[t]
+    torch.testing.assert_close(got[..., visible], sequential_scores(q, k, w, b)[..., visible], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got.double()[..., visible], dense_scores(q, k, w, b)[..., visible], atol=1e-5,
+                               rtol=1e-5)  # fmt: skip
+
+
+def test_gradients_equal_the_dense_products():
+    q, k, w, b = (a.requires_grad_() for a in batched_case((2,), 5, 3, seed=8, beta="random", dtype=torch.float64))
+    assert torch.autograd.gradcheck(lambda *a: path_scores(*a, block=2).tril(), (q, k, w, b), fast_mode=True)
+    q, k, w, b = (a.requires_grad_() for a in batched_case((2, 2), 13, 6, seed=9, beta="random", dtype=torch.float64))
+    weights = torch.randn(13, 13, dtype=torch.float64, generator=torch.Generator().manual_seed(10)).tril()
+    got = torch.autograd.grad((path_scores(q, k, w, b, 5) * weights).sum(), (q, k, w, b))  # 3 chunks, one padded
+    want = torch.autograd.grad((dense_scores(q, k, w, b) * weights).sum(), (q, k, w, b))
+    for g, r in zip(got, want, strict=True):
+        torch.testing.assert_close(g, r, rtol=1e-12, atol=1e-12 * float(r.abs().max()))
+
+
+def test_vmapped_seeds_and_bfloat16_autocast():
+    # packed seeds run the model under vmap; CUDA runs under bf16 autocast, where the triangular solves (no bfloat16
+    # kernel) must still get float32
+    q, k, w, b = batched_case((3, 2), 17, 8, seed=11, beta="random", dtype=torch.float64)
+    torch.testing.assert_close(torch.func.vmap(path_scores)(q, k, w, b), path_scores(q, k, w, b), rtol=1e-12,
+                               atol=1e-12)  # fmt: skip
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = path_scores(*(a.float() for a in (q, k, w, b)))
+    want, visible = dense_scores(q, k, w, b), VISIBLE[17]
+    assert got.isfinite().all()
+    torch.testing.assert_close(got.double()[..., visible], want[..., visible], rtol=0, atol=0.05 * want.abs().max())
 
 
 def reference_transforms(pe: encodings.PositionalEncoding, x: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...]:
@@ -158,7 +268,7 @@ def test_initialisation_and_options():
 def test_the_model_uses_the_scores_in_every_layer_on_every_route_and_ignores_positions():
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS),
-                        encodings.build("path", CTX))
+                        encodings.build("path", CTX))  # fmt: skip
     tokens = torch.randint(0, VOCAB, (2, 70), generator=torch.Generator().manual_seed(6))  # two query blocks
     asked = []
     original = model.encoding.attention_scores
