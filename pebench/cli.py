@@ -143,13 +143,17 @@ def _stale(url: str, run: int | str | None) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pebench.analysis.reference import check_fresh, reference_url
     from pebench.report.page import render_report
+    from pebench.store.writable import check_file
 
     if args.allow_stale and args.with_reference is None:
         raise PebenchError("--allow-stale is about the reference results: give --with-reference [URL] too")
     reference = reference_url(args.with_reference) if args.with_reference is not None else None
     if reference is not None and not args.allow_stale:
         check_fresh(reference)
-    info = render_report(_db(args), args.output, args.run, args.point, reference, args.allow_stale)
+    for path, flag in ((args.output, "-o"), (args.png, "--png")):  # before any work: one line, nothing written
+        if path is not None:
+            check_file(path, flag)
+    info = render_report(_db(args), args.output, args.run, args.point, reference, args.allow_stale, args.curves)
     runs = ", ".join(str(r) for r in info.runs) or "none"
     print(
         f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
@@ -266,10 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "check",
         help="run every contract property on encodings or tasks: one line each with pass/fail and the number measured",
-        description="The conformance kit (pebench.testing): causality, batch independence, determinism, checkpoint "
-        "round-trip, option errors, shift invariance (relative families), capabilities against the hooks overridden "
-        "and step throughput against rope for an encoding; declarations, batch layout, determinism, lengths and "
-        "option errors for a task. Exit status 1 when a property fails.",
+        description="The conformance kit (pebench.testing): hook shapes, causality, batch independence, determinism, "
+        "checkpoint round-trip, option errors, shift invariance (relative families), uses position, capabilities "
+        "against the hooks overridden and step throughput against rope for an encoding; declarations, batch layout, "
+        "determinism, lengths and option errors for a task. Exit status 1 when a property fails.",
     )
     p.add_argument("targets", nargs="*", metavar="NAME|PATH.py",
                    help="registered names, or plugin files/modules (every class they register); default: all")
@@ -330,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--point", metavar="POINT", help="with a sweep, the point to show (e.g. layers4); a page never "
                    "ranks two points together (docs/sweeps.md)")  # fmt: skip
     add_flags(p.add_argument, ["with_reference", "allow_stale"])
+    p.add_argument("--curves", metavar="ENC[,ENC...]", help="also draw these encodings' learning curves (all: every "
+                   "encoding); by default the page draws the leaderboard's first 8 and, beside a reference, the "
+                   "run's own")  # fmt: skip
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.add_argument("--png", metavar="PATH", help="also write a PNG of the top of the page (headless Chromium)")
     p.add_argument("--png-size", default="1280x900", metavar="WxH",

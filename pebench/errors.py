@@ -38,6 +38,11 @@ class NameClashError(PebenchError, ValueError):
     """Two encodings (or tasks) registered under one name from different sources, e.g. a plugin and a built-in."""
 
 
+class InvalidNameError(PebenchError, ValueError):
+    """An encoding or task registered under a name that is not a lower-case Python identifier
+    (:data:`pebench.registry.NAME_RULE`)."""
+
+
 class DatabaseError(PebenchError):
     """A results database URL that cannot be opened or is not a database."""
 

@@ -8,11 +8,13 @@ module that defined it. Two entries of one name from different sources are a one
 
 from __future__ import annotations
 
+import keyword
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-from pebench.errors import NameClashError, PebenchError, UnknownNameError
+from pebench.errors import InvalidNameError, NameClashError, PebenchError, UnknownNameError
 
 T = TypeVar("T")
 
@@ -20,6 +22,16 @@ BUILT_IN = "built-in"
 """The source of everything defined in pebench's own modules."""
 
 _LOADING: list[str] = []
+
+NAME_RULE = "a lower-case Python identifier (letters, digits and _, not starting with a digit, not a keyword)"
+"""What an encoding's or a task's name must be: it is a suite parameter, part of case ids, file names in the cache
+directory and the page's ids (``pebench new`` writes ``NAME.py`` by the same rule)."""
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` follows :data:`NAME_RULE`."""
+    return bool(_NAME.fullmatch(name)) and not keyword.iskeyword(name)
 
 
 @contextmanager
@@ -54,8 +66,10 @@ def _identity(item: Any) -> Any:
 class Registry(Generic[T]):
     """Maps names to classes (or factories). Unknown names raise :class:`UnknownNameError` listing valid names."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, checked_names: bool = False) -> None:
         self.kind = kind
+        self.checked_names = checked_names
+        """Whether a name must follow :data:`NAME_RULE` (encodings and tasks)."""
         self._items: dict[str, T] = {}
         self._sources: dict[str, str] = {}
         self._resolvers: list[Callable[[str], T | None]] = []
@@ -67,6 +81,9 @@ class Registry(Generic[T]):
         if not name:
             raise ValueError(f"a {self.kind} needs a name")
         source = source or source_of(item)
+        if self.checked_names and not valid_name(name):
+            raise InvalidNameError(f"{self.kind} {name!r} from {self._describe(source, item)}: its name must be "
+                                 f"{NAME_RULE}, e.g. my_pe; rename it (its name attribute)")  # fmt: skip
         old = self._items.get(name)
         if old is not None and old is not item and _identity(old) != _identity(item):
             raise NameClashError(

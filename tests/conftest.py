@@ -4,8 +4,11 @@ settings that keep such runs to seconds."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,9 +66,10 @@ def run_suite(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.Mon
     on its own), or with ``inprocess=True`` through pytester in this interpreter (saves the start-up of a new one per
     run). Unless ``args`` name ``--lr-sweep`` or ``--lr-halving``, or ``lr_protocol`` asks for the suite's default
     protocol (a model per learning rate of :data:`pebench.analysis.lr.GRID`), it runs one rate (``--lr-sweep off``):
-    the tests of the machinery train one model per case; tests/suite/test_lr_sweep.py tests the default itself."""
+    the tests of the machinery train one model per case; tests/suite/test_lr_sweep.py tests the default itself.
+    ``prefix`` goes before the subprocess's command (:func:`unprivileged`'s)."""
 
-    def run(*args: str, inprocess: bool = False, lr_protocol: bool = False) -> SuiteRun:
+    def run(*args: str, inprocess: bool = False, lr_protocol: bool = False, prefix: Sequence[str] = ()) -> SuiteRun:
         one_rate = not lr_protocol and not any(a in ("--lr-sweep", "--lr-halving") for a in args)
         base = [str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", *args]
         base += ["--lr-sweep", "off"] if one_rate else []
@@ -76,11 +80,46 @@ def run_suite(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.Mon
                 res = pytester.runpytest_inprocess(*base)
             return SuiteRun(int(res.ret), res.stdout.str(), res.stderr.str())
         env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB" and not k.startswith(XDIST_VARS)}
-        proc = subprocess.run([sys.executable, "-m", "pytest", *base], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=600)  # fmt: skip
+        proc = subprocess.run([*prefix, sys.executable, "-m", "pytest", *base], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
         return SuiteRun(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+DROP = ("--bounding-set=-dac_override,-dac_read_search", "--")
+"""setpriv's arguments that take from a root process the capabilities that let it write where permissions forbid."""
+
+
+def _unprivileged() -> tuple[list[str] | None, str]:
+    """The command prefix under which a child process meets file permissions as an unprivileged user does (None, and
+    why, when there is none): nothing for a user that is not root; for root, ``setpriv`` dropping
+    ``CAP_DAC_OVERRIDE`` and ``CAP_DAC_READ_SEARCH``, checked to bite on a read-only file first."""
+    if os.geteuid() != 0:
+        return [], ""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None, "running as root, and setpriv (util-linux) is not there to drop CAP_DAC_OVERRIDE"
+    prefix = [setpriv, *DROP]
+    with tempfile.TemporaryDirectory() as d:
+        probe = Path(d) / "read-only"
+        probe.write_text("")
+        probe.chmod(0o444)
+        proc = subprocess.run([*prefix, sys.executable, "-c", f"open({str(probe)!r}, 'a')"], capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+    if proc.returncode == 0 or "PermissionError" not in proc.stderr:
+        return None, f"running as root, and {' '.join(prefix)} does not make a read-only file read-only here"
+    return prefix, ""
+
+
+@pytest.fixture(scope="session")
+def unprivileged() -> list[str]:
+    """The command prefix that makes a child process meet read-only files and directories as an unprivileged user
+    does, also when the tests run as root (where chmod does not bite): skips, saying why, where there is none."""
+    prefix, why = _unprivileged()
+    if prefix is None:
+        pytest.skip(why)
+    return prefix
 
 
 @pytest.fixture

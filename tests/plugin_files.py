@@ -119,6 +119,7 @@ from pebench.encodings import PositionalEncoding, register
 class LeaksTheFuture(PositionalEncoding):
     name = "leaks_future"
     family = "none"
+    position_free = True
     description = "adds the mean key of the whole sequence, future included, to every query"
 
     def transform_qk(self, q, k, positions, layer):
@@ -129,6 +130,7 @@ class LeaksTheFuture(PositionalEncoding):
 class DependsOnTheBatch(PositionalEncoding):
     name = "batch_dependent"
     family = "none"
+    position_free = True
     description = "adds the batch's mean query to every query"
 
     def transform_qk(self, q, k, positions, layer):
@@ -145,3 +147,44 @@ class NonDeterministic(PositionalEncoding):
         return 0.5 * torch.randn(positions.shape[-1], self.ctx.d_model)
 '''
 """Each breaks one property: causality, batch independence, determinism (in that order)."""
+
+POSITION_BLIND = '''
+"""A bias encoding whose bias is all zeros: it says it is relative, and ignores the positions (uses position)."""
+
+import torch
+
+from pebench.encodings import PositionalEncoding, register
+
+
+@register
+class Blind(PositionalEncoding):
+    name = "blind"
+    family = "bias"
+    description = "an attention bias of zeros"
+    bias_shared_by_layers = True
+
+    def attn_bias(self, q, k, positions, layer):
+        t = positions.shape[-1]
+        return torch.zeros(q.shape[1], t, t)
+'''
+
+WRONG_SHAPE = '''
+"""A bias encoding whose bias has one key too many: (H, T, T + 1) where (H, T, T) is expected (hook shapes)."""
+
+import torch
+
+from pebench.encodings import PositionalEncoding, register
+from pebench.encodings.base import relative_distances
+
+
+@register
+class WrongShape(PositionalEncoding):
+    name = "wrong_shape"
+    family = "bias"
+    description = "a distance bias with one key too many"
+    bias_shared_by_layers = True
+
+    def attn_bias(self, q, k, positions, layer):
+        bias = -relative_distances(positions).abs().float()
+        return torch.cat([bias, bias[:, :1]], dim=1).expand(q.shape[1], -1, -1)
+'''

@@ -4,7 +4,8 @@ environment, runs the suite with a user's plugin from an empty directory -- as `
 there contributes an encoding and a task through the entry-point groups ``pebench.encodings`` and ``pebench.tasks``;
 a clash is one line.
 
-The virtual environment sees the system's packages (``--system-site-packages``: torch is not installed again); the
+The virtual environment sees the packages of the environment running the tests (torch is not installed again), a
+virtual environment included (``_see_running_environment``); the
 wheel and the tiny package are built offline without build isolation (setuptools comes with the dev extra). Every
 command runs with neither ``PYTHONPATH`` nor ``PEBENCH_DB``, so it uses the installed wheel, not this checkout."""
 
@@ -44,6 +45,19 @@ def _ok(cmd: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def _see_running_environment(bin_dir: Path) -> None:
+    """Let the new virtual environment see the packages of the environment running the tests: from a virtual
+    environment, ``--system-site-packages`` reaches only the base interpreter's packages, not the running venv's
+    (where torch is). A ``.pth`` file lists the running site directories after the new venv's own, so the installed
+    wheel still comes first; the running environment's own ``.pth`` files (an editable pebench) are not processed."""
+    import site
+
+    running = [*site.getsitepackages(), site.getusersitepackages()]
+    inner = _ok([bin_dir / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], bin_dir)
+    lines = [p for p in running if Path(p).is_dir()]
+    (Path(inner.stdout.strip()) / "zz_running_environment.pth").write_text("\n".join(lines) + "\n")
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment with the wheel of this repository and the tiny plugin package installed: its
@@ -60,6 +74,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _ok([sys.executable, "-m", "pip", "wheel", *offline, "--no-build-isolation", "-w", base / "dist", tree], base)
     _ok([sys.executable, "-m", "venv", "--system-site-packages", base / "venv"], base)
     bin_dir = base / "venv" / ("Scripts" if os.name == "nt" else "bin")
+    _see_running_environment(bin_dir)
     wheels = sorted((base / "dist").glob("*.whl"))
     assert [w.name.split("-")[0] for w in wheels] == ["pebench", "pebench_tiny_plugin"], wheels
     _ok([bin_dir / "python", "-m", "pip", "install", *offline, "--force-reinstall", *wheels], base)

@@ -26,6 +26,7 @@ whatever k, so it saves only with three rates or more; its choice is marked in t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -61,7 +62,25 @@ def resolve(given: str | None, one_rate_because: str | None) -> str | None:
         return None
     if given is None:
         return None if one_rate_because else grid_text("")
-    return canonical(grid_text(given))
+    return canonical(checked_rates(given))
+
+
+def checked_rates(given: str) -> str:
+    """``--lr-sweep``'s rates as given (:data:`GRID` for ``""``), each a positive finite number, none twice; else a
+    one-line error naming ``--lr-sweep`` and what it takes."""
+    text = grid_text(given)
+    seen: list[float] = []
+    for raw in text.split(","):
+        try:
+            rate = float(raw)
+        except ValueError:
+            rate = float("nan")
+        if not math.isfinite(rate) or rate <= 0 or rate in seen:
+            why = "is given twice" if rate in seen else "is not a positive finite learning rate"
+            raise PebenchError(f"--lr-sweep {given!r}: {raw.strip()!r} {why}; give rates such as 0.001,0.003 (V1,V2,"
+                               "...), nothing for the default grid, or off for one rate (--lr)")  # fmt: skip
+        seen.append(rate)
+    return text
 
 
 def canonical(rates: str) -> str:

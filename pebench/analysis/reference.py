@@ -35,13 +35,14 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from pebench import encodings
+from pebench.analysis import lr
 from pebench.engine.code import stale_cells
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig
 from pebench.store.database import open_db, safe_url
 from pebench.store.fingerprints import load_fingerprints
-from pebench.store.load import load_light
+from pebench.store.load import attach_json, curve_points, load_light, runs
 
 DEFAULT_DEPTH = "default"
 REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "reference.db"
@@ -189,6 +190,31 @@ def nothing_comparable_text(joined: Joined) -> str:
     return (f"none of its results is comparable with this run ({'; '.join(joined.not_comparable[:2])}"
             f"{f' and {n - 2} more' if n > 2 else ''}); train the run at the reference's settings, or give a "
             f"reference built at this pebench's task versions and the run's settings")
+
+
+def check_joinable(url: str, run: pd.DataFrame, rates: str | None, where: str = "") -> None:
+    """Refuse in one line, before training, a reference at ``url`` of which nothing can be joined with a run that
+    will store ``run`` (``encoding``, ``task``, ``eval_length``, ``config`` rows) at the learning-rate protocol
+    ``rates``: the page would refuse it after training (:func:`nothing_comparable_text`). The join is the page's
+    (:mod:`pebench.report.data`): the reference runs of the same protocol, each cell at its chosen rate for a
+    sweep, then :func:`join`; ``where`` names the sweep point in the message."""
+    engine = open_db(url, create=False)
+    try:
+        ref = load_light(engine)
+        protocols = {int(r["id"]): lr.protocol(r["options"]) for r in runs(engine)}
+        ref, other_protocol = protocol_split(ref, protocols, rates)
+        ref = ref[ref["task"].isin(set(run["task"]))]  # the join reads no other task's rows
+        ref = attach_json(engine, ref) if not ref.empty else ref.assign(config=[], metrics=[])
+        if rates is not None and not ref.empty:
+            ref = ref.sort_values("id").drop_duplicates(["case_id", "seed"], keep="last")
+            ref = lr.chosen(ref, lr.final_validation(curve_points(engine, ref["id"])))
+    finally:
+        engine.dispose()
+    joined = join(run, ref, chosen_rate=rates is not None)
+    mine = set(run["encoding"])
+    joined.not_comparable += [line for line in other_protocol if line.split(" on ", 1)[0] not in mine]
+    if joined.rows.empty and joined.not_comparable:
+        raise PebenchError(f"--with-reference {safe_url(url)}{where}: {nothing_comparable_text(joined)}")
 
 
 def check_fresh(url: str) -> None:

@@ -57,10 +57,9 @@ report draws one small chart per family); the model never reads it:
   selective (every head's logits minus the earlier tokens' selections by head 0), stick_breaking (attention weights
   broken off from the most recent key backwards), path (scores through the product of data-dependent Householder
   transforms between key and query);
-* ``none`` -- no positional information: nope, nope_qknorm;
-* ``wrapper`` -- wrappers and schedules around another encoding: randomized_<X> (any X), drope. They form their own
-  family, whatever they wrap: what they change is the training protocol, and one chart of them sets the protocols
-  side by side (their base encodings are in their own families' charts).
+* ``none`` -- no positional information (:attr:`~PositionalEncoding.position_free`): nope, nope_qknorm;
+* ``wrapper`` -- wrappers and schedules around another encoding, whatever it is (what they change is the training
+  protocol; one chart sets the protocols side by side): randomized_<X> (any X), drope, ssmax_<X>.
 
 Shapes: ``positions`` is ``(T,)`` (shared by the batch) or ``(B, T)``; ``q`` and ``k`` are ``(B, H, T, head_dim)``.
 A bias is ``(H, T, T)`` when positions are shared, so it is never materialised per batch element.
@@ -119,6 +118,9 @@ class PositionalEncoding(nn.Module):
     position_indexed: ClassVar[bool] = True
     """Whether the encoding reads the index positions (False: they mean nothing to it, so wrapping it with random
     positions or using it as a DroPE base is refused)."""
+    position_free: ClassVar[bool] = False
+    """Whether a query's keys are a set to it, order coming from the causal mask alone (NoPE, SSMax on NoPE); the
+    conformance kit's ``uses position`` checks the declaration either way."""
     default_layers: ClassVar[int | None] = None
     """Transformer blocks this encoding is trained with when the user gives no ``--layers`` (None: the global
     default, :attr:`pebench.models.ModelConfig.n_layers`). An explicit ``--layers`` always wins. Part of the stored
@@ -363,9 +365,7 @@ class Wrapper(PositionalEncoding):
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
         return self.inner.attn_bias(q, k, positions, layer)
 
-    def attn_bias_rows(
-        self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int
-    ) -> Tensor:
+    def attn_bias_rows(self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int) -> Tensor:
         return self.inner.attn_bias_rows(scores, q, k, positions, layer, start)
 
     def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:

@@ -26,6 +26,7 @@ class NoPE(PositionalEncoding):
     family = "none"
     version = "2"
     position_indexed = False
+    position_free = True
     default_layers = 6
     description = "no positional information; order comes only from the causal mask (6 blocks unless --layers)"
     paper = "Kazemnejad et al. 2023, arXiv:2305.19466"

@@ -46,6 +46,7 @@ class NoPEQKNorm(PositionalEncoding):
     name = "nope_qknorm"
     family = "none"
     position_indexed = False
+    position_free = True
     default_layers = NoPE.default_layers
     description = (f"no positional encoding; q and k RMS-normalised per head with a learned gain "
                    f"({NoPE.default_layers} blocks unless --layers)")

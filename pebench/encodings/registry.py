@@ -9,7 +9,7 @@ from typing import Any
 from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
 from pebench.registry import Registry
 
-ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding")
+ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding", checked_names=True)
 register = ENCODINGS.register
 available = ENCODINGS.names
 get = ENCODINGS.get

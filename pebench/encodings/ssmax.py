@@ -28,7 +28,8 @@ Which bases. Any registered encoding that is not a wrapper, needs no task annota
 ``custom_attention_weights``: stick-breaking is no softmax to scale) and whose bias does not read the scores
 (not ``bias_by_rows``: CoPE's gates σ(q·k) would see the scaled queries): :func:`ssmax_bases`. Unlike
 ``randomized_X`` the base need not be position-indexed (``ssmax_nope`` is SSMax on a model without positions). The
-wrapper takes the base's ``position_indexed`` and ``default_layers`` (``ssmax_nope`` has NoPE's 6 blocks unless
+wrapper takes the base's ``position_indexed``, ``position_free`` (a row's scale reads only how many keys the causal
+mask leaves it, so the keys stay a set) and ``default_layers`` (``ssmax_nope`` has NoPE's 6 blocks unless
 ``--layers``). ``ssmax_rope`` and ``ssmax_nope`` are registered (they are in the suite: the paper's models use RoPE,
 and Llama 4 applies its temperature to its NoPE layers, see :mod:`pebench.encodings.irope`); any other ``ssmax_X``
 resolves by name (``--encoding ssmax_alibi``).
@@ -133,6 +134,7 @@ class SSMax(Wrapper):
 
 ssmax = wrapper_family(PREFIX, SSMax, OPTIONS, REGISTERED, ssmax_bases, lambda inner_cls: {
     "version": f"{inner_cls.version}-s{VERSION}", "position_indexed": inner_cls.position_indexed,
+    "position_free": inner_cls.position_free,
     "default_layers": inner_cls.default_layers,
     "description": f"{inner_cls.name} with scalable softmax: row i's softmax input times s·log(i + 1), s learned per "
                    "layer and head",

@@ -305,15 +305,44 @@ def dests(scope: str) -> list[str]:
     return [dest for dest, f in FLAGS.items() if scope in f.scopes]
 
 
-def add_flags(add_option: Callable[..., Any], names: Sequence[str], **overrides: Mapping[str, Any]) -> None:
+def add_flags(add_option: Callable[..., Any], names: Sequence[str], deferred: bool = False,
+              **overrides: Mapping[str, Any]) -> None:  # fmt: skip
     """Add the flags ``names`` (destinations) with ``add_option`` (``overrides[dest]`` replaces some of a flag's
-    keywords)."""
+    keywords). ``deferred`` (the suite): a flag's type and choices are left to :func:`check_values`, which converts
+    the strings given and refuses a bad one in one line -- pytest's parser would answer with its usage block."""
     for dest in names:
         flag = FLAGS[dest]
-        if dest in overrides:
-            options = {**flag.options, **overrides[dest]}
-            flag = Flag(flag.flag, flag.dest, options.pop("help", flag.help), options, flag.scopes)
+        options = {**flag.options, **overrides.get(dest, {})}
+        if deferred and ("type" in options or "choices" in options):
+            choices = options.pop("choices", None)
+            options.pop("type", None)
+            if choices is not None:
+                options.setdefault("metavar", "{" + ",".join(map(str, choices)) + "}")
+        flag = Flag(flag.flag, flag.dest, options.pop("help", flag.help), options, flag.scopes)
         flag.add(add_option)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number"}
+
+
+def check_values(values: Any, names: Sequence[str]) -> None:
+    """Convert the flags ``names`` of the namespace ``values`` that were given as strings (added with
+    ``deferred``) to their types, in place; a value that is not of its type or not one of its choices is a one-line
+    error naming the flag as typed and what it takes (``--stop 'nosuch' is not valid; valid: budget, learned,
+    plateau``)."""
+    for dest in names:
+        flag, value = FLAGS[dest], getattr(values, dest, None)
+        if not isinstance(value, str):
+            continue
+        kind, choices = flag.options.get("type"), flag.options.get("choices")
+        if kind in _TYPE_NAMES:
+            try:
+                value = kind(value)
+            except ValueError:
+                raise PebenchError(f"{flag.flag} {value!r} is not {_TYPE_NAMES[kind]}") from None
+        if choices is not None and value not in choices:
+            raise PebenchError(f"{flag.flag} {value!r} is not valid; valid: {', '.join(map(str, choices))}")
+        setattr(values, dest, value)
 
 
 def tolerances(accuracy: float, perplexity: float, speed: float = _TOL.speed) -> Tolerances:

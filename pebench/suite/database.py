@@ -10,6 +10,7 @@ unless something was saved in it (:func:`leave_no_benchmark_storage`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pebench.hashing import config_hash
 from pebench.store.database import check_db, open_db
 from pebench.store.lifecycle import comparable_run, resolve_run_id
 from pebench.store.load import runs
+from pebench.store.writable import check_sqlite_file
 from pebench.suite.state import SuiteState
 from pebench.suite.writer import ResultWriter
 
@@ -56,16 +58,21 @@ def leave_no_benchmark_storage(config: pytest.Config) -> None:
         config.add_cleanup(lambda: path.rmdir() if path.is_dir() and not any(path.iterdir()) else None)
 
 
-def open_database(config: pytest.Config, state: SuiteState) -> None:
+def open_database(config: pytest.Config, state: SuiteState, before_writing: Callable[[], None] | None = None) -> None:
     """The controller's database: checked as a dry run first (:func:`pebench.store.database.check_db`: a foreign,
     newer, incomplete or corrupt one is refused, nothing written), then the baseline is resolved, and only then, in a
     session that runs cases, the database is opened for writing (created, or upgraded) and the writer registered --
     so a refused option writes nothing. A database of an older revision is readable only once upgraded: there the
     writer opens it before the baseline is resolved (a dry run leaves it as it is and resolves no baseline). The
-    writer's engine is disposed when the session ends, however it ends (``config.add_cleanup``)."""
+    writer's engine is disposed when the session ends, however it ends (``config.add_cleanup``).
+    ``before_writing`` (the preflight, :mod:`pebench.suite.preflight`) runs after the dry run's checks, in a dry run
+    too, and before anything is created or upgraded."""
+    check_sqlite_file(state.db_url)  # before SQLite opens a read-only file (and leaves read-only -wal/-shm beside it)
     found = check_db(state.db_url)
     if found.kind != "behind":
         state.baseline = baseline(config, state)
+    if before_writing is not None:
+        before_writing()
     if dry_run(config):
         return
     engine = open_db(state.db_url)

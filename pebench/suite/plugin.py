@@ -25,7 +25,7 @@ import contextlib
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import torch
@@ -37,7 +37,7 @@ from pebench.analysis.lite import lite_tasks
 from pebench.case import Case
 from pebench.engine.device import pick_device
 from pebench.engine.runner import Runner
-from pebench.engine.settings import FLAGS, Settings, add_flags, dests, tolerances
+from pebench.engine.settings import FLAGS, Settings, add_flags, check_values, dests, tolerances
 from pebench.engine.sweep import Sweep
 from pebench.errors import PebenchError
 from pebench.options import parse_assignments
@@ -46,6 +46,7 @@ from pebench.registry import parse_names
 from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 from pebench.suite.database import baseline, is_worker, leave_no_benchmark_storage, open_database
+from pebench.suite.preflight import collected_lengths, preflight, report_options
 from pebench.suite.sharding import parse_shard
 from pebench.suite.state import ONE_RATE_BECAUSE, STATE, SuiteState
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
@@ -72,14 +73,32 @@ MARKERS = ("full: cases of the full tier (run with -m full or --tier full)",
            "quick: cases of the quick tier (the default)")  # fmt: skip
 
 
+def _one_line_errors(parser: pytest.Parser) -> None:
+    """pytest answers a bad argument of its own or of another plugin (``--benchmark-json`` into a read-only
+    directory, which pytest-benchmark opens while the command line is parsed; ``--maxfail x``) with its usage block;
+    in a suite session it is one line, as for the suite's own flags (:func:`~pebench.engine.settings.check_values`).
+    Through pytest's ``Parser.optparser`` (pytest 9; elsewhere pytest's answer stays as it is), from the moment this
+    plugin is loaded: for every argument under ``pebench run`` (its ``-p``), for those pytest parses after its initial
+    conftests under ``pytest suite`` (``--benchmark-json`` is opened before)."""
+    optparser = getattr(parser, "optparser", None)
+    if optparser is None:
+        return
+
+    def error(message: str) -> NoReturn:
+        raise pytest.UsageError(message)
+
+    optparser.error = error
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
+    _one_line_errors(parser)
     # pytest-benchmark warns at start-up under -n N that its benchmarks are off; the suite times training itself and
     # shows pytest-benchmark's table only with --timing-table, so the warning is noise at the top of every -n run
     warnings.filterwarnings("ignore", message="Benchmarks are automatically disabled because xdist plugin is active")
-    add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, dests("suite"))
+    add_flags(parser.getgroup("pebench", "pebench benchmark suite").addoption, dests("suite"), deferred=True)
     parser.addini(INI_OPTION, "plugins to import, as --plugin (paths relative to this file)", type="args", default=[])
     add_flags(parser.getgroup("pebench-regression", "pebench regression runs").addoption, dests("regression"),
-              tolerance={"help": FLAGS["tolerance"].help + ", for --baseline"},
+              deferred=True, tolerance={"help": FLAGS["tolerance"].help + ", for --baseline"},
               ppl_tolerance={"help": FLAGS["ppl_tolerance"].help + ", for --baseline"})  # fmt: skip
 
 
@@ -127,13 +146,6 @@ def _share_cores(config: pytest.Config) -> None:
         return
     workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
     torch.set_num_threads(max(1, torch.get_num_threads() // workers))
-
-
-def collected_lengths(config: pytest.Config, task: Any) -> list[int]:
-    """The lengths the suite collects for ``task``: the quick tier's, or every length with ``--tier full`` or any
-    ``-m`` (the Chomsky tasks have hundreds of full-tier lengths each: a quick run never generates them)."""
-    every_length = config.getoption("tier") == "full" or bool(config.option.markexpr)
-    return task.eval_lengths("full") if every_length else task.eval_lengths("quick")
 
 
 def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
@@ -194,32 +206,6 @@ def _sweeps(config: pytest.Config, settings: Settings, plan: SeedPlan) -> list[s
     return [f"lr={rates}"]
 
 
-def _check_report_path(config: pytest.Config) -> str | None:
-    """Check ``--report``'s path; the reference database of ``--with-reference`` (None without it), checked."""
-    report = config.getoption("report")
-    if report is not None:
-        parent = Path(report).expanduser().resolve().parent
-        if Path(report).is_dir() or not parent.is_dir():
-            raise PebenchError(f"--report {report!r}: give a file name in an existing directory")
-    if config.getoption("with_reference") is None:
-        if config.getoption("allow_stale"):
-            raise PebenchError("--allow-stale is about the reference results: give --with-reference [URL] too")
-        return None
-    if report is None:
-        raise PebenchError("--with-reference puts the run beside the reference results on the --report page: give "
-                           "--report PATH too (or run pebench report --with-reference afterwards)")  # fmt: skip
-    from pebench.analysis.reference import check_fresh, reference_url
-    from pebench.store.database import check_db, safe_url
-
-    url = reference_url(config.getoption("with_reference"))
-    if check_db(url).kind != "current":
-        raise PebenchError(f"--with-reference {safe_url(url)}: not a pebench results database of this version "
-                           "(pebench db status --db URL says why)")  # fmt: skip
-    if not config.getoption("allow_stale"):
-        check_fresh(url)
-    return url
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Validate every option before collection; the controller checks the database, then opens it (before any
     training). ``--help`` and ``--markers`` only show text: nothing is checked, opened or written."""
@@ -229,7 +215,8 @@ def pytest_configure(config: pytest.Config) -> None:
     leave_no_benchmark_storage(config)  # pytest-benchmark's .benchmarks stays only when something was saved in it
     if shows_text:
         return
-    try:  # plugins first: their encodings and tasks are valid names for every check below
+    try:  # values converted first (one line for a bad one), then plugins: their names are valid below
+        check_values(config.option, [*dests("suite"), *dests("regression")])
         plugins.load_session(config.getini(INI_OPTION), config.inipath.parent if config.inipath else config.rootpath,
                              config.getoption("pebench_plugins"), config.invocation_params.dir)  # fmt: skip
         _share_cores(config)
@@ -279,8 +266,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if is_worker(config):
             state.baseline = baseline(config, state)
         else:
-            state.reference = _check_report_path(config)
-            open_database(config, state)
+            state.reference = report_options(config)
+            open_database(config, state, lambda: preflight(config, state))
         config.stash[STATE] = state
         if not is_worker(config):
             config.pluginmanager.register(RunSummary(state), "pebench-run-summary")

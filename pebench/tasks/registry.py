@@ -9,7 +9,7 @@ from typing import Any
 from pebench.registry import Registry
 from pebench.tasks.base import Task
 
-TASKS: Registry[type[Task]] = Registry("task")
+TASKS: Registry[type[Task]] = Registry("task", checked_names=True)
 register = TASKS.register
 available = TASKS.names
 get = TASKS.get

@@ -8,10 +8,10 @@ tests::
         assert_conforms("my_pe.py")          # a plugin file: every class it registers
         assert_conforms(MyPE)                # or a class, registered or not; or a registered name
 
-The properties are described in :mod:`pebench.testing.encoding` (causality, batch independence, determinism,
-checkpoint round-trip, option errors, shift invariance for the relative families, capabilities against the hooks
-overridden, step throughput against rope) and :mod:`pebench.testing.task` (declarations, batch layout, determinism,
-lengths, option errors).
+The properties are described in :mod:`pebench.testing.encoding` (hook shapes, causality, batch independence,
+determinism, checkpoint round-trip, option errors, shift invariance for the relative families, uses position,
+capabilities against the hooks overridden, step throughput against rope) and :mod:`pebench.testing.task`
+(declarations, batch layout, determinism, lengths, option errors).
 """
 
 from __future__ import annotations

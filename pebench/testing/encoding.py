@@ -3,6 +3,9 @@ batches of a probe task: among the registered tasks that provide the encoding's 
 annotations and the longest training sequences, at twice its training length (so that the model's blocked
 attention, by blocks of 64 query rows, runs more than one block):
 
+* ``hook shapes``: every hook the model calls, on both routes, returns the shape and dtype its docstring gives
+  (:mod:`pebench.testing.shapes`); a failure names the source, the hook and the expected shape in one line, and the
+  other properties are not measured;
 * ``causality``: the logits up to position t do not move when the tokens after t change (half way; both the
   evaluation route, no gradient, and the training route, with gradients);
 * ``batch independence``: a sample's logits are the same alone and in a batch of 3 (both routes);
@@ -14,6 +17,11 @@ attention, by blocks of 64 query rows, runs more than one block):
   :class:`~pebench.errors.OptionError`;
 * ``shift invariance`` (only for the relative families :data:`RELATIVE_FAMILIES`, unless the class says
   ``shift_invariant = False``): the logits at positions ``s .. s+T-1`` equal those at ``0 .. T-1``;
+* ``uses position``: on a model of one block with sharp attention (its q, k and v projections times :data:`GAIN`),
+  the logits at the last position change when the tokens before it are permuted, positions and annotations staying
+  in place (at the encoding's initial parameters or at random ones, for one that starts out blind, a table at zero);
+  an encoding that declares ``position_free`` (NoPE: order from the causal mask alone, which one block cannot read)
+  must leave them unchanged instead;
 * ``capabilities``: each declared capability matches the hooks the (innermost) class overrides, a bias declared
   shared by the layers is the same in the first and the last layer for other queries and keys, and an encoding
   that declares it reads no index positions gives the same logits at shifted positions;
@@ -40,6 +48,7 @@ from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
 from pebench.models import ModelConfig, Transformer
 from pebench.tasks.base import ANNOTATIONS, IGNORE, Batch, Task
 from pebench.testing.report import FAIL, PASS, SKIP, Property, Report, measured, option_errors
+from pebench.testing.shapes import HookShapeError, check_hook_shapes
 
 RELATIVE_FAMILIES = ("rotary", "bias")
 """Families whose scores depend on positions only through their differences: shift invariance is checked."""
@@ -48,6 +57,12 @@ TOLERANCE = 1e-5
 SHIFT_TOLERANCE = 1e-5
 """The same for shifted positions (rope measures 3e-7 here; FIRE, not shift-invariant past its threshold, 6e-5)."""
 SHIFT = 9
+MOVED = TOLERANCE
+"""A relative change of the last position's logits beyond this counts as using the positions (``uses position``:
+rope measures 0.04, decimal_norm, the least of the built-ins, 1.6e-4; NoPE 3e-7, float32 rounding)."""
+GAIN = 8.0
+"""``uses position`` multiplies the q, k and v projections by this: scores 64 times the initial ones, so a query's
+attention is sharp and the order of its keys shows in its output."""
 MIN_THROUGHPUT = 0.1
 """The slowest step throughput, as a fraction of rope's, that passes: an order of magnitude slower (a Python loop over
 positions, say) fails."""
@@ -89,10 +104,11 @@ def probe_task(cls: type[PositionalEncoding]) -> Task:
     return min(fits, key=lambda t: (len(t.annotations), -t.tokens(t.train_length), t.name))
 
 
-def make_probe(cls: type[PositionalEncoding], options: Mapping[str, Any] | None = None) -> Probe:
+def make_probe(cls: type[PositionalEncoding], options: Mapping[str, Any] | None = None, layers: int = 2) -> Probe:
     task = probe_task(cls)
-    cfg = ModelConfig(vocab_size=task.vocab_size, d_model=32, n_layers=2, n_heads=2, dropout=0.0)
-    ctx = EncodingContext(d_model=32, n_heads=2, n_layers=2, max_len=task.max_length(), train_length=task.train_length)
+    cfg = ModelConfig(vocab_size=task.vocab_size, d_model=32, n_layers=layers, n_heads=2, dropout=0.0)
+    ctx = EncodingContext(d_model=32, n_heads=2, n_layers=layers, max_len=task.max_length(),
+                          train_length=task.train_length)  # fmt: skip
     return Probe(cls, dict(options or {}), task, cfg, ctx)
 
 
@@ -191,6 +207,46 @@ def shift_invariance(p: Probe) -> Property:
                     f"shifted by {SHIFT}")  # fmt: skip
 
 
+def hook_shapes(p: Probe, source: str) -> Property:
+    try:
+        called = check_hook_shapes(p.build(), p.batch(1), source)
+    except HookShapeError as err:
+        return Property("hook shapes", FAIL, err.hook, str(err))
+    return Property("hook shapes", PASS, f"{len(called)} hooks", f"shapes and dtypes of {', '.join(called)} on both "
+                    "routes")  # fmt: skip
+
+
+def _prefix_permuted(batch: Batch) -> Batch:
+    """``batch`` with the tokens before the last one in another order; positions and annotations stay in place."""
+    t = batch.inputs.shape[1]
+    order = torch.cat([torch.randperm(t - 1, generator=torch.Generator().manual_seed(5)), torch.tensor([t - 1])])
+    return Batch(batch.inputs[:, order], batch.targets, batch.positions, batch.annotations)
+
+
+def uses_position(p: Probe) -> Property:
+    one = make_probe(p.cls, p.options, layers=1)
+    model, a = one.build(), one.batch(1)
+    b = _prefix_permuted(a)
+    with torch.no_grad():  # sharp attention, where the order of the keys shows (near-uniform at the initial weights)
+        for block in model.blocks:
+            block.attn.qkv.weight.mul_(GAIN)
+    diff = _rel(logits(model, a)[:, -1], logits(model, b)[:, -1])
+    with torch.no_grad():  # an encoding blind at its initial values (a table at zero) is measured again
+        g = torch.Generator().manual_seed(7)
+        for param in model.encoding.parameters():
+            if param.is_floating_point():
+                param.add_(torch.randn(param.shape, generator=g, dtype=param.dtype))
+    diff = max(diff, _rel(logits(model, a)[:, -1], logits(model, b)[:, -1]))
+    what = ("max relative change of the last position's logits when the tokens before it are permuted (one block, "
+            "the encoding's initial and random parameters)")  # fmt: skip
+    if p.cls.position_free:
+        return _verdict("uses position", diff, TOLERANCE, f"{what}; none, as the class declares position_free")
+    if diff > MOVED:
+        return Property("uses position", PASS, measured(diff), f"{what}; passes above {MOVED:g}")
+    return Property("uses position", FAIL, measured(diff), f"{what}: at most {MOVED:g}, so the output ignores the "
+                    "positions; an encoding that carries none declares position_free = True, as NoPE does")
+
+
 def _overrides(cls: type, hook: str) -> bool:
     return getattr(cls, hook) is not getattr(PositionalEncoding, hook)
 
@@ -280,6 +336,9 @@ def check_encoding_class(cls: type[PositionalEncoding], options: Mapping[str, An
     p = report.built(lambda: make_probe(cls, options))
     if p is None or report.built(p.build) is None:
         return report
+    report.add("hook shapes", lambda: hook_shapes(p, report.source))
+    if not report.passed:  # every other measurement would fail on the same wrong shape, less clearly
+        return report
     report.add("causality", lambda: causality(p))
     report.add("batch independence", lambda: batch_independence(p))
     report.add("determinism", lambda: determinism(p))
@@ -287,6 +346,7 @@ def check_encoding_class(cls: type[PositionalEncoding], options: Mapping[str, An
     report.add("option errors", lambda: option_errors(f"encoding {report.name}", cls.options,
                                                       lambda o: cls(p.ctx, **{**p.options, **o})))  # fmt: skip
     report.add("shift invariance", lambda: shift_invariance(p))
+    report.add("uses position", lambda: uses_position(p))
     report.add("capabilities", lambda: capabilities(p))
     if speed:
         report.add(f"throughput vs {REFERENCE}", lambda: throughput(p))

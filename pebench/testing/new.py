@@ -1,26 +1,24 @@
 """``pebench new encoding|task NAME [--dir DIR]``: a commented starting file for a plugin (one hook filled in with a
 real, simple positional method, the other hooks explained in one line each) and a pytest file that runs the
 conformance kit (:func:`pebench.testing.assert_conforms`) and a property test of that hook on it. Both pass as
-written. Errors (a bad NAME, a NAME taken by a built-in, a file already there, an unknown kind) are one line and
-write nothing; existing files are never overwritten."""
+written. Errors (a bad NAME, a NAME taken by a built-in, a file already there, an unknown kind, a ``--dir`` this process
+cannot write in) are one line and write nothing; existing files are never overwritten."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import keyword
-import re
 import sys
 from pathlib import Path
 from string import Template
 
 from pebench.encodings.registry import ENCODINGS
 from pebench.errors import PebenchError
-from pebench.registry import Registry
+from pebench.registry import NAME_RULE, Registry, valid_name
+from pebench.store.writable import check_directory
 from pebench.tasks.registry import TASKS
 
 KINDS = ("encoding", "task")
-_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 ENCODING = Template('''\
 """${name}: a linear distance penalty on the attention scores, one fixed slope shared by every head (a starting
@@ -252,9 +250,8 @@ def plan(kind: str, name: str, directory: Path) -> dict[Path, str]:
     :class:`~pebench.errors.PebenchError` naming the fix when it cannot (and then nothing is written)."""
     if kind not in KINDS:
         raise PebenchError(f"unknown kind {kind!r}; valid kinds: {', '.join(KINDS)} (pebench new encoding|task NAME)")
-    if not _NAME.match(name) or keyword.iskeyword(name):
-        raise PebenchError(f"invalid NAME {name!r}: give a lower-case Python identifier (letters, digits and _, not "
-                           "starting with a digit, not a keyword), e.g. my_pe")  # fmt: skip
+    if not valid_name(name):
+        raise PebenchError(f"invalid NAME {name!r}: give {NAME_RULE}, e.g. my_pe")
     registry = _registry(kind)
     if name in registry.names():
         module = getattr(registry.get(name), "__module__", "")
@@ -283,6 +280,7 @@ def _importable(name: str) -> bool:
 def write_new(kind: str, name: str, directory: Path) -> list[Path]:
     """Write the starting file and its test (see :func:`plan`); return their paths."""
     files = plan(kind, name, directory)
+    check_directory(directory, "--dir")
     directory.mkdir(parents=True, exist_ok=True)
     for path, text in files.items():
         with path.open("x") as f:  # never overwrite, even if the file appeared since the check

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import torch
-from plugin_files import BROKEN_ENCODINGS, write
+from plugin_files import BROKEN_ENCODINGS, POSITION_BLIND, WRONG_SHAPE, write
 
 from pebench import encodings, tasks
 from pebench.encodings.alibi import ALiBi
@@ -18,8 +18,9 @@ from pebench.encodings.base import PositionalEncoding
 from pebench.tasks.k_back import KBack
 from pebench.testing import FAIL, PASS, SKIP, assert_conforms, check, check_encoding, check_task
 
-ENCODING_PROPERTIES = ["causality", "batch independence", "determinism", "checkpoint round-trip", "option errors",
-                       "shift invariance", "capabilities", "throughput vs rope"]  # fmt: skip
+ENCODING_PROPERTIES = ["hook shapes", "causality", "batch independence", "determinism", "checkpoint round-trip",
+                       "option errors", "shift invariance", "uses position", "capabilities",
+                       "throughput vs rope"]  # fmt: skip
 TASK_PROPERTIES = ["declarations", "batch layout", "determinism", "lengths", "option errors"]
 BROKEN = {"leaks_future": "causality", "batch_dependent": "batch independence", "non_deterministic": "determinism"}
 
@@ -29,10 +30,12 @@ def test_every_built_in_encoding_conforms(name):
     report = check_encoding(name)
     assert report.passed, "\n".join(report.lines())
     assert [p.name for p in report.properties] == ENCODING_PROPERTIES
-    shift = report.properties[5]
+    shift = report.properties[ENCODING_PROPERTIES.index("shift invariance")]
     cls = encodings.get(name)
     relative = cls.family in ("rotary", "bias") and getattr(cls, "shift_invariant", True)  # FIRE declares it is not
     assert shift.status == (PASS if relative else SKIP), shift
+    position = report.properties[ENCODING_PROPERTIES.index("uses position")]
+    assert position.status == PASS and (float(position.measured) <= 1e-5) == cls.position_free, position
 
 
 @pytest.mark.parametrize("name", tasks.available())
@@ -60,9 +63,9 @@ def test_pebench_check_prints_one_line_per_property_and_fails_on_broken_encoding
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     head = lines.index(f"encoding leaks_future (plugin {tmp_path / 'broken.py'}): FAILS causality")
-    assert lines[head + 1].split()[:2] == ["FAIL", "causality"]
-    assert [line.split()[0] for line in lines[head + 1 : head + 8]] == ["FAIL", "PASS", "PASS", "PASS", "PASS",
-                                                                        "SKIP", "PASS"]  # fmt: skip
+    assert lines[head + 2].split()[:2] == ["FAIL", "causality"]
+    assert [line.split()[0] for line in lines[head + 1 : head + 10]] == ["PASS", "FAIL", "PASS", "PASS", "PASS",
+                                                                         "PASS", "SKIP", "PASS", "PASS"]  # fmt: skip
     assert "encoding alibi (built-in): conforms" in lines and "task k_back (built-in): conforms" in lines
     assert lines[-1] == ("2 of 5 conform; failing: encoding batch_dependent (batch independence); encoding "
                          "leaks_future (causality); encoding non_deterministic (determinism)")  # fmt: skip
@@ -83,6 +86,7 @@ class HiddenBiasUndeclared(PositionalEncoding):
 
     name = "undeclared"
     family = "content"
+    position_free = True
 
     def attn_bias_from_hidden(self, x, positions, layer):
         return None
@@ -93,6 +97,7 @@ class HiddenTransformUndeclared(PositionalEncoding):
 
     name = "undeclared_transform"
     family = "content"
+    position_free = True
 
     def transform_qk_from_hidden(self, q, k, x, positions, layer):
         return q, k
@@ -103,6 +108,7 @@ class ScoresDeclaredNotImplemented(PositionalEncoding):
 
     name = "undeclared_scores"
     family = "content"
+    position_free = True
     custom_scores = True
 
 
@@ -111,6 +117,7 @@ class StateValuesUndeclared(PositionalEncoding):
 
     name = "undeclared_state"
     family = "content"
+    position_free = True
 
     def state_values(self, state, layer):
         return state
@@ -161,3 +168,56 @@ def test_a_class_that_cannot_be_built_fails_builds_in_one_line():
         assert not report.passed and report.failed == ["builds"], report.lines()
         (prop,) = report.properties
         assert prop.detail.count("\n") == 0 and prop.detail.split(": ")[0] in ("RuntimeError", "ValueError")
+
+
+def test_a_position_blind_encoding_fails_uses_position(isolated, tmp_path):
+    """An attention bias of zeros in family "bias": every other property passes (it is causal, deterministic and
+    shift-invariant), only ``uses position`` names it."""
+    (report,) = check(write(tmp_path, "blind.py", POSITION_BLIND), speed=False)
+    assert report.failed == ["uses position"], "\n".join(report.lines())
+    (prop,) = [p for p in report.properties if p.name == "uses position"]
+    assert float(prop.measured) <= 1e-5 and "declares position_free = True" in prop.detail
+
+
+def test_a_position_free_declaration_is_checked_too():
+    """NoPE's declaration is measured (its logits stay put); ALiBi declaring it is caught."""
+
+    class ClaimsNoPosition(ALiBi):
+        name = "claims_no_position"
+        position_free = True
+
+    report = check_encoding(ClaimsNoPosition, speed=False)
+    assert report.failed == ["uses position"], "\n".join(report.lines())
+    (prop,) = [p for p in report.properties if p.name == "uses position"]
+    assert float(prop.measured) > 1e-3 and prop.detail.endswith("(passes up to 1e-05)")
+
+
+def test_a_hook_of_the_wrong_shape_is_one_line_naming_file_hook_and_shape(isolated, tmp_path):
+    """The hook's value is checked where the model calls it, before a size mismatch deep in the attention; the other
+    properties are not measured on a model that cannot run."""
+    path = write(tmp_path, "wrong.py", WRONG_SHAPE)
+    (report,) = check(path, speed=False)
+    assert report.failed == ["hook shapes"] and len(report.properties) == 1, "\n".join(report.lines())
+    (prop,) = report.properties
+    assert (prop.measured, prop.detail) == ("attn_bias", (
+        f"plugin {path}: encoding wrong_shape: attn_bias returned (2, 240, 241) torch.float32; expected None, "
+        "(H, T, T) = (2, 240, 240) or (B, H, T, T) = (3, 2, 240, 240) (or broadcastable to it), a floating "
+        "dtype"))  # fmt: skip
+    assert report.lines()[0] == f"encoding wrong_shape (plugin {path}): FAILS hook shapes"
+
+
+def test_a_hook_of_the_wrong_dtype_is_named_with_the_dtype_expected():
+    class Float64QK(PositionalEncoding):
+        name = "float64_qk"
+        family = "rotary"
+
+        def transform_qk(self, q, k, positions, layer):
+            return q.double(), k.double()
+
+    report = check_encoding(Float64QK, speed=False)
+    assert report.failed == ["hook shapes"], "\n".join(report.lines())
+    (prop,) = report.properties
+    shape = "(3, 2, 240, 16)"
+    assert prop.detail == (f"module {__name__}: encoding float64_qk: transform_qk returned ({shape} torch.float64, "
+                           f"{shape} torch.float64); expected a pair (q, k) of {shape} and {shape} (B, H, T, qk_dim), "
+                           "torch.float32")  # fmt: skip

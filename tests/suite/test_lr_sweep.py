@@ -17,6 +17,7 @@ from pebench.analysis.lr import (
     resolve,
 )
 from pebench.cli import main
+from pebench.errors import PebenchError
 from pebench.report import ReportError, build_context
 from pebench.store.load import load
 
@@ -132,7 +133,10 @@ def test_the_protocol_of_a_stored_run_and_of_a_command():
     assert resolve(None, None) == "0.001,0.003" and resolve("", None) == "0.001,0.003"
     assert resolve(None, "--sweep") is None and resolve("off", None) is None and resolve("OFF", "--sweep") is None
     assert resolve("1e-3,1e-2", "--sweep") == "0.001,0.01"  # given: the check against --sweep follows (one line)
-    assert resolve("1e-3,x", None) == "1e-3,x"  # the sweep's own check names the bad value
+    for given, bad in (("1e-3,x", "'x' is not a positive"), ("0,1e-3", "'0' is not a positive"),
+                       ("1e-3,0.001", "'0.001' is given twice")):  # fmt: skip
+        with pytest.raises(PebenchError, match=f"^--lr-sweep '{given}': {bad}"):
+            resolve(given, None)
     assert protocol({"lr_sweep": "1e-3,3e-3"}) == protocol({"lr_sweep": "0.001,0.003"})
 
 
@@ -158,7 +162,8 @@ def test_bad_lr_sweep_input_is_one_line(run_suite, tiny, tmp_path):
     for args, message in [(("--lr-sweep", "--sweep", "layers=1,2"), "run --sweep without it"),
                           (("--lr-sweep", "--seeds", "auto"), "not per learning rate"),
                           (("--lr-sweep", "--val-batches", "0"), "give --val-batches 1 or more"),
-                          (("--lr-sweep", "1e-3,x"), "lr='x' is not a float")]:  # fmt: skip
+                          (("--lr-sweep", "1e-3,x"), "--lr-sweep '1e-3,x': 'x' is not a positive finite learning "
+                                                     "rate")]:  # fmt: skip
         proc = run_suite("--encoding", "rope", "--task", "k_back", *tiny, "--db", url, *args)
         assert proc.returncode == 4 and message in proc.stderr and "Traceback" not in proc.stderr, proc.output
     assert not (tmp_path / "r.db").exists()

@@ -1,0 +1,146 @@
+"""The suite's preflight (issue 70): every check a run can make before training, run once in the controller after
+the options are validated and before the first model -- so that what would fail after the CPU-hours are spent, or
+as a traceback in every case, fails at once in one line (pytest's usage error, exit status 4) with nothing written:
+
+* the database is writable: a real write in a transaction that is rolled back, on SQLite and PostgreSQL
+  (:func:`pebench.store.writable.check_database`; a read-only file or role, a read-only transaction);
+* the checkpoint directory (``--cache-dir``, default ``<root>/.pebench_cache``) and the output file ``--report`` are
+  writable: a probe file created and removed (:mod:`pebench.store.writable`);
+* ``--with-reference`` can be joined with this run: its protocol and configuration, as the page will join them
+  (:func:`pebench.analysis.reference.check_joinable`), else the page would be refused after training;
+* every encoding from outside pebench (a plugin file or module, an entry point, a class defined in a conftest)
+  passes the cheap part of the conformance kit: the shapes and dtypes of its hooks on a batch of two at the training
+  length, at the run's settings (:func:`pebench.testing.shapes.check_hook_shapes`), naming the plugin file, the hook
+  and the expected shape.
+
+It also holds the checks of ``--report``'s companions (:func:`report_options`). pytest-benchmark opens
+``--benchmark-json`` itself while pytest parses the command line, before any of this: under ``pebench run`` a file it
+cannot open is one line all the same (:func:`pebench.suite.plugin._one_line_errors`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import torch
+
+from pebench.case import Case
+from pebench.errors import PebenchError
+from pebench.store.writable import check_database, check_directory, check_file
+from pebench.suite.state import SuiteState
+
+PROBE_BATCH = 2
+"""Samples of the batch a plugin's hooks are checked on."""
+
+
+def collected_lengths(config: pytest.Config, task: Any) -> list[int]:
+    """The lengths the suite collects for ``task``: the quick tier's, or every length with ``--tier full`` or any
+    ``-m`` (the Chomsky tasks have hundreds of full-tier lengths each: a quick run never generates them)."""
+    every_length = config.getoption("tier") == "full" or bool(config.option.markexpr)
+    return task.eval_lengths("full") if every_length else task.eval_lengths("quick")
+
+
+def report_options(config: pytest.Config) -> str | None:
+    """Check ``--report``'s companions; the reference database of ``--with-reference`` (None without it), checked
+    for freshness (:func:`pebench.analysis.reference.check_fresh`)."""
+    report = config.getoption("report")
+    if report is not None:
+        parent = Path(report).expanduser().resolve().parent
+        if Path(report).is_dir() or not parent.is_dir():
+            raise PebenchError(f"--report {report!r}: give a file name in an existing directory")
+    if config.getoption("with_reference") is None:
+        if config.getoption("allow_stale"):
+            raise PebenchError("--allow-stale is about the reference results: give --with-reference [URL] too")
+        return None
+    if report is None:
+        raise PebenchError("--with-reference puts the run beside the reference results on the --report page: give "
+                           "--report PATH too (or run pebench report --with-reference afterwards)")  # fmt: skip
+    from pebench.analysis.reference import check_fresh, reference_url
+    from pebench.store.database import check_db, safe_url
+
+    url = reference_url(config.getoption("with_reference"))
+    if check_db(url).kind != "current":
+        raise PebenchError(f"--with-reference {safe_url(url)}: not a pebench results database of this version "
+                           "(pebench db status --db URL says why)")  # fmt: skip
+    if not config.getoption("allow_stale"):
+        check_fresh(url)
+    return url
+
+
+def preflight(config: pytest.Config, state: SuiteState) -> None:
+    """Every check of the module docstring, in order; the first failure is a one-line
+    :class:`~pebench.errors.PebenchError`. Nothing is left behind: probe files are removed, database writes rolled
+    back."""
+    check_database(state.db_url)
+    cache = state.settings.cache_dir
+    if cache is not None:
+        check_directory(cache, "--cache-dir" if config.getoption("cache_dir") else "--cache-dir (default)")
+    report = config.getoption("report")
+    if report is not None:
+        check_file(report, "--report")
+    if state.reference is not None:
+        _check_reference(config, state)
+    _check_outside_encodings(state)
+
+
+def _planned(config: pytest.Config, state: SuiteState, point: str | None) -> pd.DataFrame:
+    """The rows this run will store, as the page reads them (encoding, task, lengths, configuration), at sweep
+    point ``point`` (None: each pair's first point, a learning-rate sweep's page comparing cells without the rate)."""
+    rows = []
+    for enc in state.encodings:
+        for name in state.tasks:
+            if state.runner.not_applicable(enc, name) is not None:
+                continue
+            for p in state.runner.sweep.points(enc, name)[:1] if point is None else [point]:
+                task = state.runner.at(p).task(name)
+                described = state.runner.describe(Case(enc, name, task.train_length, point=p))
+                rows += [{"encoding": enc, "task": name, "train_length": task.train_length, "eval_length": length,
+                          "config": described} for length in collected_lengths(config, task)]  # fmt: skip
+    return pd.DataFrame(rows, columns=["encoding", "task", "train_length", "eval_length", "config"])
+
+
+def _check_reference(config: pytest.Config, state: SuiteState) -> None:
+    """The page's join of this run with ``--with-reference``, found empty before training rather than after: one
+    page per sweep point (each must join), one page for a learning-rate sweep."""
+    from pebench.analysis import lr
+    from pebench.analysis.reference import check_joinable
+
+    rates = lr.protocol({"lr_sweep": config.getoption("lr_sweep")})
+    sweep = state.runner.sweep
+    points = [None] if rates is not None or not sweep else sorted(
+        {p for e in state.encodings for t in state.tasks for p in sweep.points(e, t)})  # fmt: skip
+    for point in points:
+        check_joinable(state.reference or "", _planned(config, state, point), rates,
+                       f" (sweep point {point})" if point else "")  # fmt: skip
+
+
+def _check_outside_encodings(state: SuiteState) -> None:
+    """Each selected encoding that is not built in, through the shape check of its hooks on a batch of
+    :data:`PROBE_BATCH` at its first task's training length, at the run's settings; any failure of that forward pass
+    is one line naming its source."""
+    from pebench.encodings.registry import ENCODINGS
+    from pebench.registry import BUILT_IN
+    from pebench.testing.shapes import check_hook_shapes
+
+    for enc in state.encodings:
+        source = ENCODINGS.source(enc)
+        name = next((t for t in state.tasks if state.runner.not_applicable(enc, t) is None), None)
+        if source == BUILT_IN or name is None:
+            continue
+        point = state.runner.sweep.points(enc, name)[0]
+        runner = state.runner.at(point)
+        task = runner.task(name)
+        try:
+            model = runner.build_model(Case(enc, name, task.train_length, point=point))
+            batch = task.sample(PROBE_BATCH, task.train_length, torch.Generator().manual_seed(0), "train")
+            check_hook_shapes(model, batch, source)
+        except PebenchError:
+            raise
+        except Exception as err:  # the plugin's own code failed: one line, before any training
+            first = (str(err).strip().splitlines() or [""])[0]
+            raise PebenchError(f"{source}: encoding {enc} fails on a batch of {PROBE_BATCH} of task {name} at length "
+                               f"{task.train_length}: {type(err).__name__}: {first}") from None  # fmt: skip
+
