@@ -26,7 +26,7 @@ def _frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_split_per_seed_gap_and_aggregate():
+def test_split_per_seed_and_gap():
     df = scoring.add_normalised(_frame())
     group = scoring.groups_by_task(df)[("t", 64)]["e"]
     ids, oods = scoring.split_lengths(group.by_length, 64)
@@ -34,9 +34,7 @@ def test_split_per_seed_gap_and_aggregate():
     assert scoring.per_seed_metric(group, ids, ACC) == pytest.approx({0: 95.0, 1: 85.0})
     assert scoring.gap_per_seed(group, ids, oods, ACC) == pytest.approx({0: 55.0, 1: 55.0})
     assert scoring.per_seed_norm(group, ids) == pytest.approx({0: 0.9, 1: 0.7})
-    est = scoring.aggregate({"t": {0: 0.9, 1: 0.7}, "u": {0: 0.5, 1: 0.3}})  # per seed: 0.7 and 0.5
-    assert est.mean == pytest.approx(0.6) and est.n == 2 and est.low < 0.6 < est.high
-    assert scoring.aggregate({}) is None
+    # the aggregate over tasks (task first, with its interval and rank range): tests/analysis/test_ranking.py
 
 
 def test_gap_of_a_lower_is_better_metric_is_signed_so_lower_is_better():
