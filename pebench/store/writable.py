@@ -40,6 +40,14 @@ def _reason(err: OSError) -> str:
     return err.strerror or type(err).__name__
 
 
+def _probe(directory: Path) -> None:
+    """Create and remove a probe file in ``directory`` (OSError when this process may not)."""
+    probe = directory / f"{PROBE}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    with probe.open("xb"):
+        pass
+    probe.unlink()
+
+
 def check_file(path: Path | str, flag: str) -> None:
     """Refuse in one line an output file ``path`` (given as ``flag``) that cannot be written: a directory, a file in
     a directory that does not exist or that this process may not create files in (pages are written to a temporary
@@ -50,11 +58,8 @@ def check_file(path: Path | str, flag: str) -> None:
     parent = path.absolute().parent
     if not parent.is_dir():
         raise PebenchError(f"{flag} {str(path)!r}: directory {parent} does not exist")
-    probe = parent / f"{PROBE}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
-        with probe.open("xb"):
-            pass
-        probe.unlink()
+        _probe(parent)
         if path.exists():
             with path.open("ab"):  # appending nothing: the content stays as it is
                 pass
@@ -73,11 +78,8 @@ def check_directory(path: Path | str, flag: str) -> None:
         here = here.parent
     if not here.is_dir():
         raise PebenchError(f"{flag} {str(path)!r}: {here} is a file, not a directory")
-    probe = here / f"{PROBE}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
-        with probe.open("xb"):
-            pass
-        probe.unlink()
+        _probe(here)
     except OSError as err:
         what = "" if here == path else f" (it would be created in {here})"
         raise PebenchError(f"{flag} {str(path)!r} cannot be written: {_reason(err)}{what}; give a directory you can "
