@@ -107,12 +107,20 @@ def lite_lines(records: Iterable[ResultRecord]) -> list[str]:
 
     shipped = lite.load()
     by_cell: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    trained: dict[str, int] = {}
+    evaluated: dict[str, set[int]] = defaultdict(set)
     for r in records:
+        trained[r.task] = r.train_length
+        evaluated[r.task].add(r.eval_length)
         m = metrics.of_result(r.metric, r.higher_is_better)
         if r.eval_length > r.train_length and (v := _norm(r, m)) is not None:
             by_cell[(r.encoding, r.task)][r.seed].append(v)
     lines = [f"lite tier: {', '.join(shipped['tasks'])} predict the full tier's aggregate (validated on the reference: "
              f"Kendall's tau {shipped['validation']['tau']:.2f}; studies/lite/README.md)"]  # fmt: skip
+    if trained:
+        cells = [f"{t} (trained at {n}, evaluated at {', '.join(map(str, sorted(evaluated[t])))})"
+                 for t, n in trained.items()]  # fmt: skip
+        lines.append("  cells run: " + "; ".join(cells))
     for enc in sorted({e for e, _ in by_cell}):
         per_task = {t: sum(sum(v) / len(v) for v in seeds.values()) / len(seeds)
                     for (e, t), seeds in by_cell.items() if e == enc}  # fmt: skip

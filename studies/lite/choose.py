@@ -80,6 +80,7 @@ def write(table: pd.DataFrame, cost: np.ndarray, seconds: pd.Series, budget: flo
     lite = {"tasks": tasks, "intercept": intercept, "weights": dict(zip(tasks, map(float, weights), strict=True)),
             "residuals": [round(v["actual"] - v["predicted"], 5) for v in check["per_encoding"].values()],
             "reference_scores": {str(e): round(float(v), 5) for e, v in zip(table.index, full, strict=True)},
+            "full_tasks": [str(t) for t in table.columns],
             "budget_min": budget, "cost_min": round(float(seconds.reindex(tasks).sum() / 60), 1),
             "validation": {k: check[k] for k in ("tau", "spearman", "median_rank_error", "worst_rank_error",
                                                   "within_3", "within_3_or_range")},

@@ -94,5 +94,6 @@ def test_a_lite_run_ends_with_its_prediction_in_the_terminal(run_suite, tiny, tm
                      f"sqlite:///{tmp_path / 'r.db'}")  # fmt: skip
     assert proc.returncode == 0, proc.output
     assert "lite tier: lm, binary_multiplication, assoc_recall, reverse predict the full tier" in proc.stdout
+    assert "  cells run: lm (trained at " in proc.stdout and "reverse (trained at " in proc.stdout
     line = next(x for x in proc.stdout.splitlines() if x.startswith("  alibi: "))
     assert "predicted full OOD score" in line and "of 41 reference encodings + yours (predicted, not measured" in line

@@ -92,8 +92,33 @@ def test_bench_several_encodings_against_hf(capsys):
                  "--repeats", "1", "--d-model", "16", "--layers", "1", "--heads", "2"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
-    for name in ("alibi", "t5"):
-        assert re.search(rf"^seq 16: pebench \({name}\) / HF throughput = [\d.]+x$", out, re.M), out
+    for name in ("alibi", "t5", "rope"):  # rope joins as the work-normalised rate's yardstick
+        assert re.search(rf"^seq 16: pebench \({name}\) / HF throughput = [\d.]+x; GFLOP/s / RoPE's = [\d.]+x "
+                         rf"\(throughput / RoPE's [\d.]+x\)$", out, re.M), out  # fmt: skip
+    assert re.search(r"^seq 16: pebench \(rope\) .* GFLOP/s / RoPE's = 1.00x \(throughput / RoPE's 1.00x\)$", out, re.M)
+    table = {line.split()[2]: line.split() for line in out.splitlines() if line.startswith("   16  pebench")}
+    assert set(table) == {"(alibi)", "(t5)", "(rope)"}
+
+
+def test_the_counted_work_of_a_step_is_the_formula_of_its_products():
+    """One block, SDPA attention, no biases: forward 2*N*(4 d^2 + 3 d h) per token for the projections and the MLP
+    (N = batch x seq), the head 2*N*d*V, attention 2 * 2*B*T^2*d (scores and mixing, the whole square, as torch's
+    counter counts it); the backward twice each product (the gradients of both factors), and attention's five
+    products for the forward's two (it recomputes the scores, as a fused kernel does)."""
+    import torch
+
+    from pebench import encodings
+    from pebench.bench.throughput import step_flops
+    from pebench.encodings.base import EncodingContext
+    from pebench.models import ModelConfig, Transformer
+
+    cfg = ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2)
+    model = Transformer(cfg, encodings.build("rope", EncodingContext(16, 2, 1, 8)))
+    b, t, d, v, h = 2, 8, cfg.d_model, cfg.vocab_size, cfg.hidden
+    x = torch.randint(0, v, (b, t))
+    n = b * t
+    products, attention = 2 * n * (4 * d * d + 3 * d * h) + 2 * n * d * v, 2 * 2 * b * t * t * d
+    assert step_flops(model, x, x) == 3 * products + attention * 7 // 2
 
 
 def test_bench_unknown_encoding_is_one_line(capsys):
