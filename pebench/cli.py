@@ -99,45 +99,9 @@ def _db(args: argparse.Namespace) -> str:
 
 
 def _results(args: argparse.Namespace) -> int:
-    import pandas as pd
+    from pebench.analysis.listing import results
 
-    from pebench.store.load import load, run_table
-
-    if args.stale:
-        return _stale(_db(args), args.run)
-    df = load(_db(args), args.run)
-    runs = run_table(_db(args), sorted(set(df["run_id"])) if args.run is not None else None)
-    if not runs.empty:
-        with pd.option_context("display.max_rows", None, "display.width", 200):
-            print(runs.to_string(index=False) + "\n")
-    if df.empty:
-        print("no results")
-        return 0
-    # why training ended (learned / plateau / budget / diverged; "-" for results from before the stop rule)
-    df["stop"] = [(m or {}).get("stop_reason", "-") if isinstance(m, dict) else "-" for m in df["metrics"]]
-    df["train_steps"] = df["train_steps"].astype("Int64")
-    cols = ["run_id", "case_id", "seed", "status", "score", "loss", "sequence_accuracy", "chance_level",
-            "train_steps", "stop", "train_time_s"]  # fmt: skip
-    with pd.option_context("display.max_rows", None, "display.width", 200):
-        print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    return 0
-
-
-def _stale(url: str, run: int | str | None) -> int:
-    """``pebench results --stale``: the cells whose latest result is not what this pebench computes."""
-    from pebench.analysis.reference import stale_in
-    from pebench.store.database import open_db
-
-    engine = open_db(url, create=False)
-    try:
-        cells, n = stale_in(engine, run)
-    finally:
-        engine.dispose()
-    for line in cells:
-        print(line)
-    print(f"{len(cells)} stale cell(s) of {n} (encoding, task) pairs"
-          + ("; rebuild them with the suite and --reuse (the others are copied)" if cells else ""))  # fmt: skip
-    return 0
+    return results(_db(args), args.run, args.encoding, args.task, args.stale)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -155,10 +119,11 @@ def _report(args: argparse.Namespace) -> int:
             check_file(path, flag)
     info = render_report(_db(args), args.output, args.run, args.point, reference, args.allow_stale, args.curves)
     runs = ", ".join(str(r) for r in info.runs) or "none"
-    print(
-        f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}) "
-        f"in {info.seconds:.2f} s"
-    )
+    more = info.n_stored > info.n_results
+    stored = f" shown, of {info.n_stored} stored: each cell at its chosen rate" if more else ""
+    print(f"wrote {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.n_results} results of run(s) {runs}{stored}) "
+          f"in {info.seconds:.2f} s")  # fmt: skip
+    print("\n".join(info.standing), end="\n" if info.standing else "")
     if args.png:
         from pebench.report.screenshot import parse_size, png_size, screenshot
 
@@ -322,7 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("results", help="print the results stored in a database")
     add_flags(p.add_argument, ["db"])
-    p.add_argument("--run", default=None, help="run id, latest or previous (default: all)")
+    p.add_argument("--run", default=None, help="run id, latest, previous or all (default latest, as for report and "
+                   "findings; with --stale, the latest result of every cell of all runs)")
+    p.add_argument("--encoding", metavar="E1,E2", help="only these encodings' results")
+    p.add_argument("--task", metavar="T1,T2", help="only these tasks' results")
     p.add_argument("--stale", action="store_true", help="list only the (encoding, task) cells whose latest result is "
                    "not what this pebench computes (its encoding's probe or data moved): to be rebuilt")  # fmt: skip
     p.set_defaults(func=_results)

@@ -1,18 +1,21 @@
 """Colours of the leaderboard: one per encoding (the same on every plot), and a colormap for scores in [0, 1].
 
-Encodings are coloured in family order (:func:`pebench.report.families.ordered`): the i-th encoding gets
-``PALETTE[i]``. The palette is 6 rounds of 8 hue columns (strong, dark, shifted, then three times for each column the
-colour farthest in RGB from all earlier entries that still meets the contrast; the fifth round searched a 3-step RGB
-grid, the sixth an 18-step one, within 25° of the column's hue, HSV saturation 0.45-0.85 and value 0.4-0.9, with
-contrast >= 3.05, so no pure primaries), so any 8 consecutive entries -- the
-members of one family, which share a small chart -- have 8 different columns (a family of more than 8, rotary with 12,
-repeats a column only 8 entries apart, where the marker differs). Every colour has a contrast ratio of
-at least :data:`MIN_CONTRAST` against the white page (WCAG 2 relative luminance; tested), so no line or label is
-pale; beyond 48 encodings, evenly spaced hues are darkened until they meet it too.
+Encodings are coloured in family order (:func:`pebench.report.families.ordered`): the i-th built-in encoding gets
+``PALETTE[i]`` on every page, whichever encodings the page shows, so a name keeps its colour from page to page;
+another (a plugin's) gets a palette entry no built-in takes, chosen by a hash of its name. The palette is 6 rounds
+of 8 hue columns (strong, dark, shifted, then three times for each column the colour farthest in RGB from all
+earlier entries that still meets the contrast; the fifth round searched a 3-step RGB grid, the sixth an 18-step
+one, within 25° of the column's hue, HSV saturation 0.45-0.85 and value 0.4-0.9, with contrast >= 3.05, so no pure
+primaries), so any 8 consecutive entries -- the members of one family, which share a small chart -- have 8
+different columns (a family of more than 8, rotary with 12, repeats a column only 8 entries apart, where the marker
+differs). Every colour has a contrast ratio of at least :data:`MIN_CONTRAST` against the white page (WCAG 2
+relative luminance; tested), so no line or label is pale; beyond the palette, evenly spaced hues are darkened until
+they meet it too.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -59,11 +62,41 @@ def _extra(i: int, n: int) -> str:
         value -= 0.05
 
 
+@lru_cache(maxsize=1)
+def _built_in_order() -> tuple[str, ...]:
+    """Every built-in encoding in family order: the i-th keeps ``PALETTE[i]`` on every page."""
+    from pebench import encodings
+    from pebench.encodings.registry import ENCODINGS
+    from pebench.registry import BUILT_IN
+    from pebench.report.families import ordered
+
+    return tuple(ordered(n for n in encodings.available() if ENCODINGS.source(n) == BUILT_IN))
+
+
+def _stable_index(name: str, n: int) -> int:
+    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % n
+
+
 def encoding_colors(ordered: Sequence[str]) -> dict[str, str]:
-    """One colour per encoding of ``ordered`` (names in family order, :func:`pebench.report.families.ordered`)."""
-    n = len(ordered)
-    colors = [PALETTE[i] if n <= len(PALETTE) else _extra(i, n) for i in range(n)]
-    return dict(zip(ordered, colors, strict=True))
+    """One colour per encoding of ``ordered`` (names in family order, :func:`pebench.report.families.ordered`), the
+    same for a name on every page: a built-in encoding has its family-order entry of the palette
+    (:func:`_built_in_order`); another (a plugin's) one of the palette's entries no built-in takes, picked by a hash of
+    its name (the next free one when taken on the page), and beyond those, darkened evenly spaced hues."""
+    fixed = {n: PALETTE[i] for i, n in enumerate(_built_in_order()) if i < len(PALETTE)}
+    out = {n: fixed[n] for n in ordered if n in fixed}
+    others = [n for n in ordered if n not in fixed]
+    free = [c for c in PALETTE if c not in fixed.values()]
+    taken: set[str] = set()
+    for k, name in enumerate(others):
+        if len(taken) == len(free):
+            out[name] = _extra(k, len(others))
+            continue
+        i = _stable_index(name, len(free))
+        while free[i] in taken:  # its own entry, else the next free one
+            i = (i + 1) % len(free)
+        out[name] = free[i]
+        taken.add(free[i])
+    return {n: out[n] for n in ordered}
 
 
 @lru_cache(maxsize=4)

@@ -15,7 +15,7 @@ from pebench.analysis.reference import Joined, join, nothing_comparable_text, pr
 from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
 from pebench.errors import PebenchError
-from pebench.report import attn, board, charts, header, overview, predicted, svg, views
+from pebench.report import attn, board, charts, header, overview, predicted, standing, svg, views
 from pebench.report.findings import findings_view
 from pebench.report.grid import cell_grids
 from pebench.report.rates import per_encoding
@@ -174,6 +174,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             "n_runs_in_db": len(runs),
             "reference": None,
             "predicted": None,
+            "standing": [],
             "lr_protocol": None if rates is None else lr_view(rates, sel),
             # a run merged to ship (pebench merge --slim) had its attention snapshots dropped: say so, not "none"
             "slim": next(filter(None, ((r["options"] or {}).get("slim") for r in run_rows)), None),
@@ -220,6 +221,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             entries=assembled.entries,
             ranking_info=ranking_info(assembled.ranking),
             predicted=predicted.standing(assembled, yours),
+            standing=standing.terminal_lines(assembled, yours),
             colors=assembled.colors,
             overview=overview.overview(assembled, yours),
             marker_defs=Markup(svg.marker_defs()),  # the charts' marker shapes, once

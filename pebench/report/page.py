@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,10 @@ class RenderInfo:
     seconds: float
     n_results: int
     runs: list[int]
+    standing: list[str] = field(default_factory=list)
+    n_stored: int = 0
+    """The results stored for the page's runs (more than ``n_results`` where each cell shows its chosen rate)."""
+    """With a reference: where the run's encodings stand among its encodings (:mod:`pebench.report.standing`)."""
 
 
 def _environment() -> Any:
@@ -65,4 +69,5 @@ def render_report(db_url: str, output: str | os.PathLike[str], run: int | str | 
     tmp.write_text(html, encoding="utf-8")
     os.replace(tmp, out)
     runs = [r["id"] for r in context["header"]["runs"]]
-    return RenderInfo(out, out.stat().st_size, time.perf_counter() - start, context["header"]["n_cases"], runs)
+    return RenderInfo(out, out.stat().st_size, time.perf_counter() - start, context["header"]["n_cases"], runs,
+                      context["standing"], context["header"].get("n_stored", context["header"]["n_cases"]))  # fmt: skip

@@ -211,6 +211,10 @@ class Assembled:
     groups: dict[tuple[str, int], dict[str, Group]]
     keys: dict[tuple[str, int], tuple[str, str]]
     ranking: Ranking | None = None
+    ood_per_seed: dict[str, dict[str, dict[int, float]]] = field(default_factory=dict)
+    """encoding -> task key -> seed -> OOD normalised score (what the ranking ranks)."""
+    sigmas: dict[str, float | None] = field(default_factory=dict)
+    """task key -> the task's measured seed-to-seed spread (None where unmeasured)."""
 
 
 @dataclass
@@ -381,7 +385,8 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
         "id": {e: {k: mean(v.values()) for k, v in acc.id_norm.get(e, {}).items()} for e in encodings},
     }
     _split_grids(views, groups, keys)
-    return Assembled(views, entries, colors, markers, heat, acc.has_deltas, groups, keys, ranking)
+    return Assembled(views, entries, colors, markers, heat, acc.has_deltas, groups, keys, ranking,
+                     {e: dict(v) for e, v in acc.ood_norm.items()}, dict(acc.sigmas))  # fmt: skip
 
 
 def _norms(group: Group, length: int) -> list[float]:

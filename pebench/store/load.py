@@ -7,7 +7,7 @@ JSON columns only for the rows it shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -23,8 +23,10 @@ CHUNK = 500
 """Ids per ``IN (...)`` query."""
 
 
-def load(db_url: str, run: int | str | None = None) -> pd.DataFrame:
-    """Results of every run (or of ``run``: an id, ``latest`` or ``previous``) as a DataFrame.
+def load(db_url: str, run: int | str | None = None, encodings: Sequence[str] | None = None,
+         tasks: Sequence[str] | None = None) -> pd.DataFrame:  # fmt: skip
+    """Results of every run (or of ``run``: an id, ``latest`` or ``previous``) as a DataFrame; only those of
+    ``encodings`` and ``tasks`` where given.
 
     Columns: every column of the ``results`` table, plus the run's provenance prefixed ``run_`` (``run_git_commit``,
     ``run_device``, ...; ``run_status`` as things stand, see :mod:`pebench.store.lifecycle`). ``config`` and
@@ -35,6 +37,10 @@ def load(db_url: str, run: int | str | None = None) -> pd.DataFrame:
         query = select(Result, Run).join(Run, Result.run_id == Run.id).order_by(Result.id)
         if run is not None:
             query = query.where(Result.run_id == resolve_run_id(engine, run))
+        if encodings is not None:
+            query = query.where(Result.encoding.in_(list(encodings)))
+        if tasks is not None:
+            query = query.where(Result.task.in_(list(tasks)))
         rows = []
         with Session(engine) as s:
             for result, run_row in s.execute(query):

@@ -349,9 +349,20 @@ def _shard_items(state: SuiteState, items: list[pytest.Item]) -> tuple[list[pyte
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """``--executor ray``: train the selected cases' models on Ray before any case runs (see
+    """Without xdist workers (a plain run, or ``--collect-only``): the models to train and the time they should take
+    (:mod:`pebench.suite.estimate`; under ``-n`` the controller says it, :mod:`pebench.suite.scheduling`). With
+    ``--executor ray``: train the selected cases' models on Ray before any case runs (see
     :mod:`pebench.suite.ray_executor`)."""
     config = session.config
+    state = config.stash.get(STATE, None)
+    distributed = config.getoption("numprocesses", None) and not config.getoption("collectonly")
+    if state is not None and not is_worker(config) and not distributed:
+        from pebench.suite.estimate import estimate_line, workers_of
+
+        cases = [c for c in map(_case_of, session.items) if _runnable(state, c)]
+        if cases:
+            line = estimate_line(state.runner, cases, workers_of(config.getoption("numprocesses", None)))
+            config.pluginmanager.get_plugin("terminalreporter").write_line(line)
     if config.getoption("executor") != "ray" or config.getoption("collectonly"):
         return
     from pebench.suite.ray_executor import train_models

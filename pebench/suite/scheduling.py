@@ -45,3 +45,30 @@ class ModelScheduling(LoadScopeScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         return model_of(nodeid, seeds_together=self.config.stash[STATE].settings.pack_seeds > 1)
+
+    def schedule(self) -> None:
+        """Before the first cases go out: the models to train and the time they should take, from the workers'
+        collection (:mod:`pebench.suite.estimate`)."""
+        if self.collection is None and self.collection_is_completed:
+            try:
+                self._say_estimate(list(next(iter(self.registered_collections.values()), [])))
+            except Exception as err:  # noqa: BLE001 -- an estimate never stops a run
+                self.log(f"no time estimate: {err}")
+        super().schedule()
+
+    def _say_estimate(self, nodeids: list[str]) -> None:
+        from pebench.suite.estimate import estimate_line
+
+        state = self.config.stash[STATE]
+        cases = []
+        for nodeid in nodeids:
+            m = _PARAM.search(nodeid)
+            try:
+                case, _ = Case.parse(m[1] if m else "")
+            except ValueError:
+                continue
+            if state.runner.not_applicable(case.encoding, case.task) is None:
+                cases.append(case)
+        if cases:
+            line = estimate_line(state.runner, cases, len(self.nodes))
+            self.config.pluginmanager.get_plugin("terminalreporter").write_line(line)

@@ -31,6 +31,7 @@ from pebench.store.database import add_result, error_line, finish_run, safe_url,
 from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.provenance import run_info
 from pebench.store.record import ResultRecord
+from pebench.store.schema import utcnow
 from pebench.suite.state import ONE_RATE_BECAUSE, SuiteState
 from pebench.suite.summary import case_score, lite_lines, score_tables
 
@@ -93,6 +94,8 @@ class ResultWriter:
         self.engine = engine
         self.url = state.db_url
         self.run_id: int | None = None
+        self.launched = utcnow()
+        """The session's start: the run's ``started_at`` (its row is written with the first result)."""
         self.heartbeat: Heartbeat | None = None
         self.statuses: dict[str, int] = {}
         self.records: list[ResultRecord] = []
@@ -124,7 +127,7 @@ class ResultWriter:
             info = run_info(pick_device(self.settings.device), run_options(self.config, self.state),
                             self.config.getoption("tier"), safe_url(" ".join(sys.argv)))  # fmt: skip
             mark_interrupted(self.engine)
-            self.run_id = start_run(self.engine, info)
+            self.run_id = start_run(self.engine, {**info, "started_at": self.launched})
             self.heartbeat = Heartbeat(self.engine, self.run_id)
         add_result(self.engine, self.run_id, record)
         self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
@@ -184,6 +187,7 @@ class ResultWriter:
                 info = render_report(self.url, page, self.run_id, point, self.state.reference,
                                      self.config.getoption("allow_stale"))
                 lines.append(f"leaderboard -> {info.path} ({info.size_bytes / 1e6:.2f} MB, {info.seconds:.2f} s)")
+                lines += info.standing if point == pages[0][1] else []
             except PebenchError as err:
                 lines.append(f"leaderboard not written: {err}")
         self.report_line = "\n".join(lines)

@@ -94,7 +94,7 @@ def test_not_run_names_the_missing_cases_and_the_command():
     res = evaluate(SEED_002, frame(row("rope", "k_back", 128, 0.97), row("learned", "k_back", 64, 0.99)))
     assert res.verdict == NOT_RUN
     assert res.missing == [("learned-k_back-L128", "not in the run")]  # L64 ran, but the claim is at 2x = 128
-    assert res.command == "pytest suite --encoding rope,learned --task k_back"
+    assert res.command == "pebench run --encoding rope,learned --task k_back"
     assert res.checks[0].holds is True and res.checks[1].holds is None  # what could be checked still is
     empty = evaluate(SEED_002, frame(row("rope", "copy", 24, 0.5, train=12, metric="exact_match")))
     assert empty.verdict == NOT_RUN and empty.missing == [("task k_back", "not in the run")]
@@ -239,7 +239,7 @@ def test_every_case_a_claim_needs_is_a_case_its_command_runs():
             t = tasks.build(task)
             tier = "full" if "--tier full" in f.command() else "quick"
             assert m * t.train_length in t.eval_lengths(tier), (f.name, task, m)
-        assert f.command().startswith(f"pytest suite --encoding {','.join(f.encodings())} --task ")
+        assert f.command().startswith(f"pebench run --encoding {','.join(f.encodings())} --task ")
 
 
 def test_each_term_uses_its_tasks_own_metric():

@@ -79,3 +79,19 @@ def test_a_command_leaves_only_its_database_and_its_output(database, tmp_path, a
         assert proc.stderr.splitlines() == [error.format(**fill)]
     assert listing(db_dir) == before  # the database unchanged, nothing beside it
     assert sorted(listing(out)) == writes and listing(cwd) == {}  # merge's new m.db: no -wal, no -shm either
+
+
+def test_results_lists_the_latest_run_by_default_and_filters_by_encoding_and_task(database, capsys):
+    from pebench.cli import main
+
+    url = f"sqlite:///{database}"
+    assert main(["results", "--db", url]) == 0
+    latest = capsys.readouterr().out
+    rows = [line.split() for line in latest.splitlines() if "-k_back-" in line]
+    assert rows and {r[0] for r in rows} == {"2"}  # the latest run only, as report and findings show
+    assert main(["results", "--db", url, "--run", "all", "--encoding", "alibi", "--task", "k_back"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if "-k_back-" in line]
+    assert {r[0] for r in rows} == {"1", "2"} and all(r[1].startswith("alibi-") for r in rows)
+    assert main(["results", "--db", url, "--encoding", "alibi,bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "--encoding bogus: no results in run latest of this database (it has: alibi, rope)" in err

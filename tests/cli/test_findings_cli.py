@@ -65,7 +65,7 @@ def test_table_of_verdicts_with_the_numbers(url, capsys):
             "9.00 >= 2 * 6.00 = 12.00") in out
     assert "kazemnejad2023-copy: NOT RUN  (no results)" in out
     assert ("  missing (not in the run: task copy)\n"
-            "  to run them: pytest suite --encoding nope,rope,sinusoidal --task copy") in out
+            "  to run them: pebench run --encoding nope,rope,sinusoidal --task copy") in out
 
 
 def test_latest_run_by_default_names_what_is_missing(url, capsys):
@@ -76,7 +76,7 @@ def test_latest_run_by_default_names_what_is_missing(url, capsys):
     assert "[fails ] accuracy(rope, k_back @ 2x) >= 0.95:  0.500 >= 0.95" in out
     assert "[n/a   ] accuracy(learned, k_back @ 2x) <= 0.65:  - <= 0.65" in out
     assert ("  missing (not in the run: learned-k_back-L128)\n"
-            "  to run them: pytest suite --encoding rope,learned --task k_back") in out
+            "  to run them: pebench run --encoding rope,learned --task k_back") in out
 
 
 def test_all_runs_use_the_latest_result_of_each_case(url, capsys):
@@ -106,7 +106,7 @@ def test_json_form(url, capsys):
     parity = by_name["deletang2023-parity"]
     assert parity["verdict"] == "not run"
     assert parity["missing"] == [{"case": "task parity", "reason": "not in the run"}]
-    assert parity["command"] == "pytest suite --encoding nope,sinusoidal,rope,alibi --task parity"
+    assert parity["command"] == "pebench run --encoding nope,sinusoidal,rope,alibi --task parity"
 
 
 def test_strict_fails_only_when_a_finding_does_not_hold(url, capsys):

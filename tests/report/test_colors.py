@@ -46,3 +46,12 @@ def test_text_width_is_measured_per_glyph():
     assert text_width("randomized_learned", 11, bold=True) == pytest.approx(125.82, abs=0.01)
     assert text_width("randomized_learned", 11, bold=True) > text_width("randomized_learned", 11)
     assert text_width("λ") == pytest.approx(11.0)  # any other character: a full em
+
+
+def test_an_encoding_keeps_its_colour_from_page_to_page():
+    everything = colors.encoding_colors(families.ordered(encodings.available()))
+    for page in (["rope", "alibi"], ["alibi", "path", "learned"], ["rope", "my_pe", "nope"]):
+        shown = colors.encoding_colors(families.ordered(page))
+        assert all(shown[n] == everything[n] for n in page if n in everything), page
+    mine = [colors.encoding_colors(families.ordered(p))["my_pe"] for p in (["my_pe"], ["rope", "my_pe", "path"])]
+    assert mine[0] == mine[1] and mine[0] not in everything.values()  # a plugin's: stable, no built-in's colour

@@ -61,7 +61,7 @@ def test_the_findings_section_shows_verdicts_numbers_and_commands(tmp_path):
     lm = html.unescape(_row(page, "seed000-lm-order"))
     assert '<span class="verdict notrun">not run</span>' in lm
     assert "not in the run: sinusoidal-lm-L64" in lm
-    assert "<code>pytest suite --encoding alibi,rope,sinusoidal --task lm</code>" in lm
+    assert "<code>pebench run --encoding alibi,rope,sinusoidal --task lm</code>" in lm
     # the part that could be checked is: 4.0 / 3.9 is within 5%
     assert "perplexity(alibi, lm @ 1×) ≈ perplexity(rope, lm @ 1×) (within 5% relative)" in lm
     assert "4.00 ≈ 3.90" in lm and '<li class="holds">' in lm

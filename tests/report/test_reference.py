@@ -3,6 +3,7 @@ the configuration is the same but for the encoding (issue 29 item 6); ``pebench 
 
 import contextlib
 import json
+import re
 import sqlite3
 
 import pandas as pd
@@ -62,6 +63,11 @@ def test_the_page_puts_the_run_beside_the_reference(run_suite, tiny, tmp_path, c
     assert 'id="reference"' in html and "4 results of 2 encodings this run did not train" in html
     assert html.count('<span class="badge yours">yours</span>') >= 2  # leaderboard row and task row
     assert "data-v=\"alibi\"" in html and "data-v=\"rope\"" in html
+    out = proc.stdout  # where it stands, in the terminal too (issue 71 item 4)
+    overall = r"^sinusoidal: OOD score [\d.]+ \[[\d.]+, [\d.]+\] on the task shown, rank [123] of 3 \(95% range "
+    near = r"(none|\w+ [\d.]+ \(rank \d\))"
+    assert re.search(overall, out, re.M) and re.search(rf"^  just above: {near}; just below: {near}$", out, re.M), out
+    assert re.search(r"^    k_back  [\d.]+  rank  [123] of 3   (best|within noise of|below the best)", out, re.M), out
     other = tmp_path / "other.html"  # another step budget: nothing joined, each pair listed with why
     assert run_suite("--encoding", "sinusoidal", *common[:-3], "--steps", "5", "--no-cache",
                      "--db", mine).returncode == 0  # fmt: skip

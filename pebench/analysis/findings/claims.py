@@ -235,8 +235,8 @@ class Finding:
         return list(dict.fromkeys(out))
 
     def command(self) -> str:
-        """The suite command that runs every case of this finding in one run."""
-        cmd = f"pytest suite --encoding {','.join(self.encodings())} --task {','.join(self.tasks())}"
+        """The command that runs every case of this finding in one run (`pebench run`, installed or not)."""
+        cmd = f"pebench run --encoding {','.join(self.encodings())} --task {','.join(self.tasks())}"
         if any(m not in QUICK_MULTIPLES for _, _, m in self.cases()):
             cmd += " --tier full"
         return cmd
