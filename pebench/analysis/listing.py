@@ -22,6 +22,8 @@ def results(url: str, run_option: str | None, encodings: str | None, tasks_optio
 
     chosen = run_option or "latest"
     run = None if chosen == "all" or (chosen in ("latest", "previous") and run_table(url).empty) else chosen
+    if run_option is None and run is not None and not _has_finished_run(url):
+        chosen, run = "all", None  # no finished run yet: every run, so an interrupted or running one shows
     if only_stale:
         return stale(url, None if run_option is None else run)  # by default the latest result of every cell
     encs, tasks = names(encodings), names(tasks_option)
@@ -64,3 +66,17 @@ def stale(url: str, run: int | str | None) -> int:
     print(f"{len(cells)} stale cell(s) of {n} (encoding, task) pairs"
           + ("; rebuild them with the suite and --reuse (the others are copied)" if cells else ""))  # fmt: skip
     return 0
+
+
+def _has_finished_run(url: str) -> bool:
+    """Whether ``latest`` (the newest finished run) names a run in the database at ``url``."""
+    from pebench.store.database import open_db, resolve_run_id
+
+    engine = open_db(url, create=False)
+    try:
+        resolve_run_id(engine, "latest")
+        return True
+    except PebenchError:
+        return False
+    finally:
+        engine.dispose()
