@@ -1,6 +1,6 @@
 """Where a training step's time goes for the encodings below 0.7 of RoPE's GFLOP/s (issue 68 item 3).
 
-    python studies/speed/profile.py [--encoding cope,stick_breaking,path,rope] [--seq 256] [--batch 64]
+    python studies/speed/step_profile.py [--encoding cope,stick_breaking,path,rope] [--seq 256] [--batch 64]
 
 One forward+backward+AdamW step of the default model (d_model 128, 2 layers, 4 heads, vocab 64) under
 torch.profiler after 2 warm-up steps; per encoding the step time and the ops with the most self CPU time, and the
