@@ -87,15 +87,17 @@ def _chunks(q: Tensor, k: Tensor, w: Tensor, beta: Tensor) -> tuple[Tensor, Tens
     module docstring's formulas)."""
     c, d = q.shape[-2:]
     gram = torch.cat([q, w], -2) @ torch.cat([w, k], -2).mT  # [[Q Wᵀ, Q Kᵀ], [W Wᵀ, W Kᵀ]]
-    qw, qk, ww, e = gram[..., :c, :c], gram[..., :c, c:], gram[..., c:, :c], gram[..., c:, c:].tril(-1)
+    # split, not sliced: one backward that joins the parts, not a zero-filled gram-sized gradient per slice
+    (qw, qk), (ww, e) = (half.split(c, -1) for half in gram.split(c, -2))
+    e = e.tril(-1)
     # I + D striu(W Wᵀ), unit upper triangular; the solves in float32 at least (none in bfloat16 under autocast)
     m = upcast(torch.eye(c, dtype=q.dtype, device=q.device) + beta * ww.triu(1))
     solve = torch.linalg.solve_triangular
     at = beta * solve(m.mT, upcast(torch.cat([e, w], -1)), upper=False, unitriangular=True)  # Aᵀ [E | W]
-    z = qw.tril() @ at
+    z_e, z_w = (qw.tril() @ at).split([c, d], -1)
     aw = solve(m, beta * w, upper=True, unitriangular=True)  # A W
-    product_t = torch.eye(d, dtype=q.dtype, device=q.device) - w.mT @ at[..., c:]
-    return qk - z[..., :c], q - z[..., c:], k - e.mT @ aw, product_t
+    product_t = torch.eye(d, dtype=q.dtype, device=q.device) - w.mT @ at.split([c, d], -1)[1]
+    return qk - z_e, q - z_w, k - e.mT @ aw, product_t
 
 
 def path_scores(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None = None) -> Tensor:
@@ -109,16 +111,17 @@ def path_scores(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None
     pad = nb * c - t  # padded tokens come last, with w = 0 and β = 0 (H = I): no real score reads them
     q, k, w = (F.pad(upcast(a), (0, 0, 0, pad)).unflatten(-2, (nb, c)) for a in (q, k, w))
     beta = F.pad(upcast(beta), (0, pad)).unflatten(-1, (nb, c))[..., None]
-    inside, back, keys, product_t = _chunks(q, k, w, beta)
+    # per chunk by unbind, not by index: one backward that stacks the chunks, not a zero-filled gradient each
+    inside, back, keys, product_t = (x.unbind(-3) for x in _chunks(q, k, w, beta))
     strips: list[Tensor | None] = [None] * nb
-    carried = back[..., nb - 1, :, :]  # the queries of chunks b.., carried back to the start of chunk b
+    carried = back[nb - 1]  # the queries of chunks b.., carried back to the start of chunk b
     for b in range(nb - 1, 0, -1):
-        strips[b - 1] = carried @ keys[..., b - 1, :, :].mT
+        strips[b - 1] = carried @ keys[b - 1].mT
         if b > 1:
-            carried = torch.cat([back[..., b - 1, :, :], carried @ product_t[..., b - 1, :, :]], -2)
+            carried = torch.cat([back[b - 1], carried @ product_t[b - 1]], -2)
     columns = []
     for b in range(nb):
-        col = inside[..., b, :, :] if strips[b] is None else torch.cat([inside[..., b, :, :], strips[b]], -2)
+        col = inside[b] if strips[b] is None else torch.cat([inside[b], strips[b]], -2)
         columns.append(F.pad(col, (0, 0, b * c, 0)))  # rows before the chunk: keys after their query, masked
     return torch.cat(columns, -1)[..., :t, :t]
 
