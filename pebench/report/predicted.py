@@ -32,6 +32,12 @@ class StandingRow:
     color: str = ""
 
 
+def predicted_row(encoding: str, p: lite_tier.Prediction, color: str) -> StandingRow:
+    """The standing's row of a prediction: its rank, score and interval, marked predicted."""
+    return StandingRow(f"~{p.rank}", encoding, f"{p.score:.3f}", True,
+                       f"[{p.low:.3f}, {p.high:.3f}], rank {p.rank_low}-{p.rank_high}", color)  # fmt: skip
+
+
 def per_task_scores(assembled: Assembled, encoding: str, tasks: Sequence[str]) -> dict[str, float]:
     """``encoding``'s OOD normalised score (mean over seeds) on each of ``tasks`` it ran at one training length."""
     keys: dict[str, list[str]] = {}
@@ -67,15 +73,12 @@ def standing(assembled: Assembled, yours: Sequence[str] = (),
     rows = []
     for i, (value, enc) in enumerate(others, 1):
         here = [(e, p) for e, p in predictions.items() if p.rank == i]
-        rows += [StandingRow(f"~{p.rank}", e, f"{p.score:.3f}", True, f"[{p.low:.3f}, {p.high:.3f}], rank "
-                             f"{p.rank_low}-{p.rank_high}", assembled.colors.get(e, "")) for e, p in here]  # fmt: skip
+        rows += [predicted_row(e, p, assembled.colors.get(e, "")) for e, p in here]
         if i in shown:
             rows.append(StandingRow(str(i), enc, f"{value:.3f}", color=assembled.colors.get(enc, "")))
         elif rows and rows[-1].encoding != "…":
             rows.append(StandingRow("", "…", ""))
-    rows += [StandingRow(f"~{p.rank}", e, f"{p.score:.3f}", True, f"[{p.low:.3f}, {p.high:.3f}], rank "
-                         f"{p.rank_low}-{p.rank_high}", assembled.colors.get(e, ""))
-             for e, p in predictions.items() if p.rank > len(others)]  # fmt: skip
+    rows += [predicted_row(e, p, assembled.colors.get(e, "")) for e, p in predictions.items() if p.rank > len(others)]
     badges = {e: f"~{p.rank} ({p.rank_low}-{p.rank_high}) of {len(others) + 1}" for e, p in predictions.items()}
     return {"tasks": tasks, "rows": rows, "of": len(others), "predicted": sorted(predictions), "badges": badges,
             "n_full": len(full),
