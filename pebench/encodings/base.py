@@ -152,6 +152,10 @@ class PositionalEncoding(nn.Module):
     carries_state: ClassVar[bool] = False
     """Whether :meth:`init_state`, :meth:`transform_qk_with_state` and :meth:`update_state` (with
     :meth:`state_values` when attended) are implemented: a state carried from layer to layer (TAPE's features)."""
+    kernel: ClassVar[str] = ""
+    """The attention kernel that computes this encoding's attention, by name (:mod:`pebench.models.kernels`); empty:
+    the one its capabilities call for (:attr:`attention_kernel`). An encoding that attends in a way no registered
+    kernel does registers its own (:func:`pebench.models.kernels.register_kernel`) in its own file and names it."""
     needs: ClassVar[frozenset[str]] = frozenset()
     """Names of the task annotations (:data:`pebench.tasks.base.ANNOTATIONS`) that :meth:`embed_annotations` reads;
     empty: none (the hook is never called). Runs only on tasks whose :attr:`pebench.tasks.base.Task.annotations`
@@ -172,6 +176,16 @@ class PositionalEncoding(nn.Module):
     def attn_scale(self) -> float:
         """Scale of the attention logits q·k (default 1/sqrt(head_dim))."""
         return self.ctx.head_dim**-0.5
+
+    @property
+    def attention_kernel(self) -> str:
+        """The kernel the model runs (:mod:`pebench.models.kernels`): :attr:`kernel` when named, else ``rows`` for a
+        bias by rows or from the hidden states, ``custom`` for custom scores or weights, ``fused`` otherwise."""
+        if self.kernel:
+            return self.kernel
+        if self.bias_by_rows or self.reads_hidden:
+            return "rows"
+        return "custom" if self.custom_scores or self.custom_attention_weights else "fused"
 
     def embed(self, positions: Tensor) -> Tensor | None:
         """Vector added to token embeddings: ``(T, d_model)`` or ``(B, T, d_model)``; None for no addition."""
@@ -201,9 +215,7 @@ class PositionalEncoding(nn.Module):
         """Additive bias on the scaled scores, ``(H, T, T)`` or ``(B, H, T, T)``; None for no bias."""
         return None
 
-    def attn_bias_rows(
-        self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int
-    ) -> Tensor:
+    def attn_bias_rows(self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int) -> Tensor:
         """The bias of query rows ``start .. start + R - 1`` against keys ``0 .. S - 1`` (``S >= start + R``), only
         for encodings with :attr:`bias_by_rows`: ``scores`` ``(B, H, R, S)`` are those rows' scaled scores
         ``q·kᵀ·attn_scale``, ``q`` ``(B, H, R, qk_dim)`` their queries and ``k`` ``(B, H, S, qk_dim)`` the keys.
@@ -300,112 +312,43 @@ class _InnerNeeds:
         return frozenset() if obj is None else obj.inner.needs
 
 
+FORWARDED_CAPABILITIES = (
+    "bias_shared_by_layers", "packable", "bias_by_rows", "reads_hidden", "custom_attention_weights", "qk_from_hidden",
+    "custom_scores", "carries_state", "kernel",
+)  # fmt: skip
+"""The capabilities a :class:`Wrapper` takes from the encoding it wraps (the others are its own: a wrapper is not
+position-free, is not position-indexed unless it says so, and names its own family and default depth)."""
+
+
 class Wrapper(PositionalEncoding):
-    """An encoding built around another one, ``self.inner`` (set by the subclass's ``__init__``): every hook is
-    forwarded to it, so a wrapper overrides only the hooks it changes."""
+    """An encoding built around another one, ``self.inner`` (set by the subclass's ``__init__``): every hook and
+    property of :class:`PositionalEncoding` and every capability of :data:`FORWARDED_CAPABILITIES` is the inner
+    encoding's (attached to the class below, so a hook added to the base class is forwarded with no change here); a
+    wrapper overrides only what it changes. Its :attr:`~PositionalEncoding.attention_kernel` is read from those
+    capabilities as any encoding's."""
 
     inner: PositionalEncoding
-
-    @property  # type: ignore[override]
-    def bias_shared_by_layers(self) -> bool:  # type: ignore[override]
-        return self.inner.bias_shared_by_layers
-
-    @property  # type: ignore[override]
-    def packable(self) -> bool:  # type: ignore[override]
-        return self.inner.packable
-
-    @property  # type: ignore[override]
-    def bias_by_rows(self) -> bool:  # type: ignore[override]
-        return self.inner.bias_by_rows
-
-    @property  # type: ignore[override]
-    def reads_hidden(self) -> bool:  # type: ignore[override]
-        return self.inner.reads_hidden
-
-    @property  # type: ignore[override]
-    def custom_attention_weights(self) -> bool:  # type: ignore[override]
-        return self.inner.custom_attention_weights
-
-    @property  # type: ignore[override]
-    def qk_from_hidden(self) -> bool:  # type: ignore[override]
-        return self.inner.qk_from_hidden
-
-    @property  # type: ignore[override]
-    def custom_scores(self) -> bool:  # type: ignore[override]
-        return self.inner.custom_scores
-
-    @property  # type: ignore[override]
-    def carries_state(self) -> bool:  # type: ignore[override]
-        return self.inner.carries_state
-
     needs = _InnerNeeds()  # type: ignore[assignment]
 
-    @property
-    def qk_dim(self) -> int:
-        return self.inner.qk_dim
 
-    @property
-    def attn_scale(self) -> float:
-        return self.inner.attn_scale
+def _forwarded_hook(name: str) -> Callable[..., Any]:
+    def hook(self: Wrapper, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.inner, name)(*args, **kwargs)
 
-    def embed(self, positions: Tensor) -> Tensor | None:
-        return self.inner.embed(positions)
+    hook.__name__ = hook.__qualname__ = name
+    hook.__doc__ = f"The wrapped encoding's :meth:`PositionalEncoding.{name}`."
+    return hook
 
-    def embed_annotations(self, annotations: Mapping[str, Tensor], generator: torch.Generator | None
-                          ) -> Tensor | None:  # fmt: skip
-        return self.inner.embed_annotations(annotations, generator)
 
-    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        return self.inner.transform_qk(q, k, positions, layer)
+def _forwarded_attribute(name: str) -> property:
+    return property(lambda self: getattr(self.inner, name), doc=f"The wrapped encoding's ``{name}``.")
 
-    def transform_qk_from_hidden(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int
-                                 ) -> tuple[Tensor, Tensor]:  # fmt: skip
-        return self.inner.transform_qk_from_hidden(q, k, x, positions, layer)
 
-    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return self.inner.attn_bias(q, k, positions, layer)
-
-    def attn_bias_rows(self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int) -> Tensor:
-        return self.inner.attn_bias_rows(scores, q, k, positions, layer, start)
-
-    def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return self.inner.attn_bias_from_hidden(x, positions, layer)
-
-    def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return self.inner.key_bias_from_hidden(x, positions, layer)
-
-    def attention_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int) -> Tensor:
-        return self.inner.attention_scores(q, k, x, positions, layer)
-
-    def attention_weights(self, scores: Tensor, start: int) -> Tensor:
-        return self.inner.attention_weights(scores, start)
-
-    def init_state(self, positions: Tensor, batch_size: int) -> Tensor:
-        return self.inner.init_state(positions, batch_size)
-
-    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        return self.inner.transform_qk_with_state(q, k, state, layer)
-
-    def state_values(self, state: Tensor, layer: int) -> Tensor | None:
-        return self.inner.state_values(state, layer)
-
-    def update_state(self, state: Tensor, attended: Tensor | None, ffn_out: Tensor, layer: int) -> Tensor:
-        return self.inner.update_state(state, attended, ffn_out, layer)
-
-    def on_step(self, step: int, total_steps: int) -> None:
-        self.inner.on_step(step, total_steps)
-
-    def configure_eval(self, train_length: int, eval_length: int) -> None:
-        self.inner.configure_eval(train_length, eval_length)
-
-    def train_positions(self, batch_size: int, length: int, generator: torch.Generator | None) -> Tensor:
-        return self.inner.train_positions(batch_size, length, generator)
-
-    def eval_positions(self, batch_size: int, length: int, generator: torch.Generator) -> Tensor | None:
-        return self.inner.eval_positions(batch_size, length, generator)
-
-    def extra_config(self) -> dict[str, Any]:
-        return self.inner.extra_config()
+for _name, _value in vars(PositionalEncoding).items():
+    if not _name.startswith("_") and _name != "attention_kernel" and (callable(_value) or isinstance(_value, property)):
+        setattr(Wrapper, _name, _forwarded_attribute(_name) if isinstance(_value, property) else _forwarded_hook(_name))
+for _name in FORWARDED_CAPABILITIES:
+    setattr(Wrapper, _name, _forwarded_attribute(_name))
 
 
 class PositionMemo:

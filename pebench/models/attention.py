@@ -1,7 +1,7 @@
 """Causal attention as the model computes it: the causal masks, an encoding's bias as an SDPA mask, PyTorch's fused
 SDPA (:func:`sdpa`) and the exact blocked attention the CPU uses when a bias or custom scores need gradients
-(:func:`blocked_causal_attention`). Functions of tensors only: the model (:class:`pebench.models.transformer.Attention`)
-chooses among them from its encoding's hooks."""
+(:func:`blocked_causal_attention`). Functions of tensors only: the attention kernels (:mod:`pebench.models.kernels`)
+compose them."""
 
 from __future__ import annotations
 
@@ -59,12 +59,13 @@ BLOCK_ROWS = 64
 """Query rows per block of :func:`blocked_causal_attention`."""
 
 FAR_BIAS = -40.0
-"""The floor of a bias built by :meth:`Attention.hidden_rows` from a per-key bias. A key that far below the row's
-own (0 on the diagonal) has a softmax weight under e^-40 (4e-18) of the diagonal's, ten orders of magnitude below
-float32's resolution of the row's sum even summed over 1,000 keys, so the attention is the same. Without the floor a
-strong recency bias (FoX's, about -0.7 a token at initialisation) leaves the far keys' weights and their gradients
-as subnormal floats, which the CPU multiplies many times slower: FoX's training step at seq 256 took 1090 ms with a
-floor at -80 (the softmax's gradients still fall under 1e-38) and 514 ms at -40 (the default model, 2-core CPU)."""
+"""The floor of a bias built by :meth:`pebench.models.kernels.AttentionCall.hidden_rows` from a per-key bias. A key that
+far below the row's own (0 on the diagonal) has a softmax weight under e^-40 (4e-18) of the diagonal's, ten orders of
+magnitude below float32's resolution of the row's sum even summed over 1,000 keys, so the attention is the same. Without
+the floor a strong recency bias (FoX's, about -0.7 a token at initialisation) leaves the far keys' weights and their
+gradients as subnormal floats, which the CPU multiplies many times slower: FoX's training step at seq 256 took 1090 ms
+with a floor at -80 (the softmax's gradients still fall under 1e-38) and 514 ms at -40 (the default model, 2-core
+CPU)."""
 
 
 def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float,

@@ -2,15 +2,15 @@
 
 Token embedding -> N x [RMSNorm -> causal multi-head attention -> residual, RMSNorm -> SwiGLU -> residual] ->
 RMSNorm -> LM head (Touvron et al., "LLaMA", arXiv:2302.13971; RMSNorm: Zhang & Sennrich 2019; SwiGLU: Shazeer 2020).
-Attention runs through :func:`torch.nn.functional.scaled_dot_product_attention` or the exact blocked attention
-(:mod:`pebench.models.attention`). The model never knows which
-encoding it hosts: it only calls the hooks of :class:`pebench.encodings.PositionalEncoding`.
+Each layer's attention runs through the kernel its encoding names (:mod:`pebench.models.kernels`: PyTorch's fused
+SDPA or the exact blocked attention of :mod:`pebench.models.attention`). The model never knows which encoding it
+hosts: it only calls the hooks of :class:`pebench.encodings.PositionalEncoding`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -20,15 +20,8 @@ from torch import Tensor, nn
 from pebench.encodings.base import PositionalEncoding
 from pebench.errors import ConfigError
 from pebench.models import state as pe_state
-from pebench.models.attention import (
-    FAR_BIAS,
-    add_bias,
-    blocked_causal_attention,
-    causal_additive,
-    causal_mask,
-    needs_grad,
-    sdpa,
-)
+from pebench.models.attention import causal_mask
+from pebench.models.kernels import AttentionCall, kernel_for
 from pebench.options import flag
 
 
@@ -106,6 +99,9 @@ class SwiGLU(nn.Module):
 
 
 class Attention(nn.Module):
+    """Causal multi-head attention: the q, k, v projections, the encoding's transforms of q and k (:meth:`call`), the
+    kernel the encoding names (:mod:`pebench.models.kernels`), the output projection."""
+
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
         self.n_heads, self.head_dim, self.layer = cfg.n_heads, cfg.head_dim, layer
@@ -113,104 +109,37 @@ class Attention(nn.Module):
         self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.dropout = cfg.dropout
 
-    def scores_inputs(
-        self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None,
-        bias: bool = True, hidden: bool = True,
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """q, k (after the encoding's transform), v, and the float attention mask (None: plain causal).
-
-        ``shared`` is one forward pass's scratch space: when the encoding says its bias is the same in every layer
-        (:attr:`~pebench.encodings.base.PositionalEncoding.bias_shared_by_layers`), the first layer's mask is kept
-        there and the later layers reuse it; a bias from the hidden states
-        (:meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_from_hidden`) is added in every layer.
-        ``bias=False``: the encoding's own bias is not built, ``hidden=False``: the bias from the hidden states is not
-        added, for a caller that asks for them by rows (:meth:`hidden_rows`); with neither the mask is None."""
+    def call(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
+             shared: dict[str, Tensor | None] | None = None) -> AttentionCall:  # fmt: skip
+        """This layer's attention as a kernel receives it: q and k from the projections, transformed by the carried
+        state's hook, then :meth:`~pebench.encodings.base.PositionalEncoding.transform_qk`, then the transform from the
+        hidden states (CARoPE's phases); v with the state's attended channels appended (:mod:`pebench.models.state`).
+        ``shared`` is one forward pass's scratch space (a bias shared by the layers, a carried state)."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe_state.transform_qk(pe, q, k, shared, self.layer)  # a state carried from layer to layer, if any
         q, k = pe.transform_qk(q, k, positions, self.layer)
         if pe.qk_from_hidden:  # a transform read from the hidden states (CARoPE's phases)
             q, k = pe.transform_qk_from_hidden(q, k, x, positions, self.layer)
-        if not bias:
-            return q, k, v, None
-        reuse = shared is not None and pe.bias_shared_by_layers
-        if reuse and "mask" in shared:  # type: ignore[operator]
-            mask = shared["mask"]  # type: ignore[index]
-        else:
-            mask = add_bias(None, pe.attn_bias(q, k, positions, self.layer), q.dtype)
-            if reuse:
-                shared["mask"] = mask  # type: ignore[index]
-        if pe.reads_hidden and hidden:
-            mask = add_bias(mask, pe.attn_bias_from_hidden(x, positions, self.layer), q.dtype)
-        return q, k, v, mask
-
-    def hidden_rows(self, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Callable[[int, int], Tensor] | None:
-        """The bias from the hidden states as a function of a block of query rows ``(start, stop)`` ->
-        ``(B, H, stop - start, stop)``; None when the encoding has none. From the encoding's per-key form ``b``
-        (:meth:`~pebench.encodings.base.PositionalEncoding.key_bias_from_hidden`) when it has one, as
-        ``b_j - b_i``: the row's constant is chosen so the diagonal is 0 (the values stay as small as the full
-        bias's, FoX's ``c_i - c_j`` exactly), and no ``(B, H, T, T)`` bias and gradient is ever built."""
-        if not pe.reads_hidden:
-            return None
-        key_bias = None if pe.custom_attention_weights else pe.key_bias_from_hidden(x, positions, self.layer)
-        if key_bias is not None:
-            return lambda start, stop: (key_bias[..., None, :stop] - key_bias[..., start:stop, None]).clamp_min(
-                FAR_BIAS
-            )
-        full = pe.attn_bias_from_hidden(x, positions, self.layer)
-        return lambda start, stop: full[..., start:stop, :stop]  # type: ignore[index]
+        v = pe_state.with_state_values(pe, v, shared, self.layer)
+        dropout = self.dropout if self.training else 0.0
+        return AttentionCall(q, k, v, x, positions, self.layer, pe, shared, dropout)
 
     def forward(
         self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
     ) -> Tensor:
+        """The layer's attention through the kernel its encoding names (:mod:`pebench.models.kernels`)."""
         b, t, d = x.shape
-        dropout = self.dropout if self.training else 0.0
-        weights = pe.attention_weights if pe.custom_attention_weights else None
-        on_rows = x.device.type == "cpu" or torch._C._functorch.is_batchedtensor(x)
-        if on_rows and (pe.bias_by_rows or pe.reads_hidden and torch.is_grad_enabled()):
-            # the bias by blocks of query rows: a content bias from the block's scores, and the bias from the hidden
-            # states (with a gradient: a dense mask would make SDPA fall back to its math path)
-            q, k, v, mask = self.scores_inputs(x, positions, pe, shared, bias=not pe.bias_by_rows, hidden=False)
-            v = pe_state.with_state_values(pe, v, shared, self.layer)
-            hidden = self.hidden_rows(x, positions, pe)
-
-            def rows(scores: Tensor, start: int) -> Tensor:
-                stop = start + scores.shape[-2]
-                if pe.bias_by_rows:
-                    out = pe.attn_bias_rows(scores, q[..., start:stop, :], k[..., :stop, :], positions, self.layer,
-                                            start)  # fmt: skip
-                else:
-                    out = scores.new_zeros(()) if mask is None else mask[..., start:stop, :stop].float()
-                return out if hidden is None else out + hidden(start, stop)
-
-            y = blocked_causal_attention(q, k, v, None, pe.attn_scale, dropout, bias_rows=rows, weights=weights,
-                                         raw=self.raw_scores(q, k, x, positions, pe))  # fmt: skip
-            return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
-        q, k, v, mask = self.scores_inputs(x, positions, pe, shared)
-        raw = self.raw_scores(q, k, x, positions, pe)
-        v = pe_state.with_state_values(pe, v, shared, self.layer)  # after the scores' inputs: they never read it
-        if weights is not None or raw is not None:  # not softmax of q·kᵀ: SDPA's kernels cannot compute it
-            y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout, weights=weights, raw=raw)
-        elif torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
-            full = mask if mask is not None else causal_additive(t, q.device, q.dtype)
-            y = blocked_causal_attention(q, k, v, full, pe.attn_scale, dropout)
-        elif mask is not None and q.device.type == "cpu" and needs_grad(mask):
-            y = blocked_causal_attention(q, k, v, mask, pe.attn_scale, dropout)
-        else:
-            y = sdpa(q, k, v, mask, dropout, pe.attn_scale)
+        y = kernel_for(pe)(self.call(x, positions, pe, shared))
         return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
-
-    def raw_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, pe: PositionalEncoding) -> Tensor | None:
-        """The unscaled scores ``(B, H, T, T)`` of an encoding with ``custom_scores`` (PaTH's); None: q·kᵀ."""
-        return pe.attention_scores(q, k, x, positions, self.layer) if pe.custom_scores else None
 
     def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
                           shared: dict[str, Tensor | None] | None = None) -> Tensor:  # fmt: skip
         """The attention probabilities ``(B, H, T, T)`` (softmax, or the encoding's
         :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`), computed explicitly (for plots)."""
         t = x.shape[1]
-        q, k, _, mask = self.scores_inputs(x, positions, pe, shared)
-        raw = self.raw_scores(q, k, x, positions, pe)
+        call = self.call(x, positions, pe, shared)
+        q, k, mask, raw = call.q, call.k, call.mask(), call.raw()
         scores = (q.float() @ k.float().transpose(-1, -2) if raw is None else raw.float()) * pe.attn_scale
         if mask is None:
             scores = scores.masked_fill(~causal_mask(t, x.device), float("-inf"))

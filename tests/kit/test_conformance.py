@@ -92,6 +92,15 @@ class HiddenBiasUndeclared(PositionalEncoding):
         return None
 
 
+class UnknownKernel(PositionalEncoding):
+    """Names an attention kernel nobody registered: the model could not run it."""
+
+    name = "unknown_kernel"
+    family = "none"
+    position_free = True
+    kernel = "no_such_kernel"
+
+
 class HiddenTransformUndeclared(PositionalEncoding):
     """Implements transform_qk_from_hidden but does not declare qk_from_hidden: the model would never call it."""
 
@@ -144,6 +153,8 @@ def test_capabilities_and_task_determinism_fail_by_name():
                       (StateValuesUndeclared, "transform_qk_with_state or state_values => carries_state")):  # fmt: skip
         (cap,) = [p for p in check_encoding(cls, speed=False).properties if p.name == "capabilities"]
         assert cap.status == FAIL and cap.measured == "11/12" and cap.detail == f"inconsistent: {rule}"
+    (line,) = [x for x in check_encoding(UnknownKernel, speed=False).lines() if x.startswith("  FAIL")]
+    assert "names the attention kernel 'no_such_kernel'; registered: custom, fused, rows" in line
     assert report.source == f"module {__name__}"
     report = check_task(GlobalRandomTask)
     assert report.failed == ["determinism"], "\n".join(report.lines())

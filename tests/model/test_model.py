@@ -218,7 +218,7 @@ def test_attention_maps_reproduce_the_layer_output(name):
         last = model.blocks[-1]
         h = last.attn_norm(x)
         expected = last.attn(h, pos, model.encoding, shared)
-        _, _, v, _ = last.attn.scores_inputs(h, pos, model.encoding, shared)
+        v = last.attn.call(h, pos, model.encoding, shared).v[..., : last.attn.head_dim]  # the head's own values
         maps = model.attention_maps(x_tok, layer=-1)
         y = (maps @ v).transpose(1, 2).reshape(2, T, D)
         got = last.attn.out(y)

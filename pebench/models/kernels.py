@@ -1,0 +1,189 @@
+"""Attention kernels: a registry of same-signature functions that compute one layer's attention, of which each
+encoding names one (:attr:`~pebench.encodings.base.PositionalEncoding.attention_kernel`).
+
+A kernel takes an :class:`AttentionCall` -- the layer's transformed q and k, its v (with a carried state's channels,
+:mod:`pebench.models.state`), the hidden states, positions, layer, encoding and the forward pass's scratch space --
+and returns the attended values ``(B, H, T, width of v)``. The call builds the parts a kernel may ask for from the
+encoding's hooks: the float mask with every bias (:meth:`AttentionCall.mask`), the bias of a block of query rows
+(:meth:`AttentionCall.rows`), the custom scores and weights. The model (:class:`pebench.models.transformer.Attention`)
+only builds the call and runs the encoding's kernel, so an encoding that computes its attention in a new way registers
+a kernel of its own (:func:`register_kernel`) in its own file and names it; nothing under ``pebench/models/`` changes.
+
+Built in (the exact computations of :mod:`pebench.models.attention`, chosen per device as measured in docs/speed.md):
+
+* ``fused`` -- softmax(q·kᵀ·scale + biases)·v through PyTorch's fused SDPA; the exact blocked attention where SDPA
+  cannot serve: packed seeds (vmap batches matmuls on every device) and, on the CPU, a mask that needs a gradient
+  (SDPA's flash kernel gives none, its math path builds the whole attention);
+* ``rows`` -- a bias built block by block of query rows (an encoding's
+  :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_rows`, and a bias from the hidden states in training)
+  inside the blocked attention on the CPU and for packed seeds, where a whole ``(B, H, T, T)`` bias and its gradient
+  would make SDPA fall back to its math path; ``fused`` (or ``custom``) elsewhere;
+* ``custom`` -- scores other than q·kᵀ or weights other than softmax (an encoding's
+  :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores` /
+  :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`): the blocked attention on every device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from pebench.encodings.base import PositionalEncoding
+from pebench.models.attention import FAR_BIAS, add_bias, blocked_causal_attention, causal_additive, needs_grad, sdpa
+
+__all__ = ["ATTENTION_KERNELS", "AttentionCall", "Kernel", "kernel_for", "register_kernel"]
+
+
+@dataclass
+class AttentionCall:
+    """One layer's attention, as a kernel receives it. ``q``, ``k`` ``(B, H, T, qk_dim)`` are transformed by every
+    hook of the encoding; ``v`` ``(B, H, T, w)`` carries a state's channels after the head's; ``x`` ``(B, T, d_model)``
+    is the hidden states entering the layer's attention; ``shared`` the forward pass's scratch space (None: a layer
+    called on its own)."""
+
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    x: Tensor
+    positions: Tensor
+    layer: int
+    pe: PositionalEncoding
+    shared: dict[str, Tensor | None] | None
+    dropout: float
+    _masks: dict[bool, Tensor | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def scale(self) -> float:
+        """The scale of the scores, the encoding's :attr:`~pebench.encodings.base.PositionalEncoding.attn_scale`."""
+        return self.pe.attn_scale
+
+    @property
+    def on_rows(self) -> bool:
+        """Whether the blocked attention is the fast route: on the CPU, and for packed seeds (vmap) on any device."""
+        return self.x.device.type == "cpu" or torch._C._functorch.is_batchedtensor(self.x)
+
+    def mask(self, hidden: bool = True) -> Tensor | None:
+        """The float mask ``(1 or B, H, T, T)`` of the encoding's bias plus its causal part (None: plain causal), with
+        the bias from the hidden states when ``hidden``. A bias the same in every layer
+        (:attr:`~pebench.encodings.base.PositionalEncoding.bias_shared_by_layers`) is built in the first layer of a
+        forward pass and kept in ``shared`` for the others."""
+        if hidden not in self._masks:
+            pe, shared = self.pe, self.shared
+            reuse = shared is not None and pe.bias_shared_by_layers
+            if reuse and "mask" in shared:  # type: ignore[operator]
+                mask = shared["mask"]  # type: ignore[index]
+            else:
+                mask = add_bias(None, pe.attn_bias(self.q, self.k, self.positions, self.layer), self.q.dtype)
+                if reuse:
+                    shared["mask"] = mask  # type: ignore[index]
+            if pe.reads_hidden and hidden:
+                mask = add_bias(mask, pe.attn_bias_from_hidden(self.x, self.positions, self.layer), self.q.dtype)
+            self._masks[hidden] = mask
+        return self._masks[hidden]
+
+    def raw(self) -> Tensor | None:
+        """The unscaled scores ``(B, H, T, T)`` of an encoding with custom scores (PaTH's); None: q·kᵀ."""
+        pe = self.pe
+        return pe.attention_scores(self.q, self.k, self.x, self.positions, self.layer) if pe.custom_scores else None
+
+    def weights(self) -> Callable[[Tensor, int], Tensor] | None:
+        """The encoding's weights in place of softmax, by blocks of rows (stick-breaking's); None: softmax."""
+        return self.pe.attention_weights if self.pe.custom_attention_weights else None
+
+    def hidden_rows(self) -> Callable[[int, int], Tensor] | None:
+        """The bias from the hidden states as a function of a block of query rows ``(start, stop)`` ->
+        ``(B, H, stop - start, stop)``; None when the encoding has none. From the encoding's per-key form ``b``
+        (:meth:`~pebench.encodings.base.PositionalEncoding.key_bias_from_hidden`) when it has one, as ``b_j - b_i``
+        floored at :data:`~pebench.models.attention.FAR_BIAS`: the row's constant makes the diagonal 0 (FoX's
+        ``c_i - c_j`` exactly), and no ``(B, H, T, T)`` bias and gradient is ever built."""
+        pe, x, positions, layer = self.pe, self.x, self.positions, self.layer
+        if not pe.reads_hidden:
+            return None
+        key_bias = None if pe.custom_attention_weights else pe.key_bias_from_hidden(x, positions, layer)
+        if key_bias is not None:
+            return lambda start, stop: (key_bias[..., None, :stop] - key_bias[..., start:stop, None]).clamp_min(
+                FAR_BIAS
+            )
+        full = pe.attn_bias_from_hidden(x, positions, layer)
+        return lambda start, stop: full[..., start:stop, :stop]  # type: ignore[index]
+
+    def rows(self) -> Callable[[Tensor, int], Tensor]:
+        """The bias of a block of query rows from its scaled scores and first row, ``(scores, start)`` -> the block's
+        bias without its causal part: the encoding's :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_rows`
+        (or that block of its whole bias), plus the bias from the hidden states by rows (:meth:`hidden_rows`)."""
+        pe, q, k = self.pe, self.q, self.k
+        mask = None if pe.bias_by_rows else self.mask(hidden=False)
+        hidden = self.hidden_rows()
+
+        def rows(scores: Tensor, start: int) -> Tensor:
+            stop = start + scores.shape[-2]
+            if pe.bias_by_rows:
+                out = pe.attn_bias_rows(scores, q[..., start:stop, :], k[..., :stop, :], self.positions, self.layer,
+                                        start)  # fmt: skip
+            else:
+                out = scores.new_zeros(()) if mask is None else mask[..., start:stop, :stop].float()
+            return out if hidden is None else out + hidden(start, stop)
+
+        return rows
+
+
+Kernel = Callable[[AttentionCall], Tensor]
+"""A kernel: the attended values ``(B, H, T, width of v)`` of one layer's :class:`AttentionCall`."""
+
+ATTENTION_KERNELS: dict[str, Kernel] = {}
+"""The registered kernels by name (:func:`register_kernel`)."""
+
+
+def register_kernel(name: str) -> Callable[[Kernel], Kernel]:
+    """Decorator: register an attention kernel under ``name``; a one-line error when the name is taken."""
+
+    def add(fn: Kernel) -> Kernel:
+        if name in ATTENTION_KERNELS and ATTENTION_KERNELS[name] is not fn:
+            raise ValueError(f"attention kernel {name!r} is already registered")
+        ATTENTION_KERNELS[name] = fn
+        return fn
+
+    return add
+
+
+def kernel_for(pe: PositionalEncoding) -> Kernel:
+    """The kernel the encoding names; a one-line error naming the registered kernels when it names none of them."""
+    name = pe.attention_kernel
+    if name not in ATTENTION_KERNELS:
+        known = ", ".join(sorted(ATTENTION_KERNELS))
+        raise ValueError(f"encoding {pe.name} names the attention kernel {name!r}; registered: {known}")
+    return ATTENTION_KERNELS[name]
+
+
+@register_kernel("fused")
+def fused(call: AttentionCall) -> Tensor:
+    """softmax(q·kᵀ·scale + mask)·v: PyTorch's SDPA, or the exact blocked attention for packed seeds and, on the CPU,
+    for a mask that needs a gradient."""
+    q, k, v, mask = call.q, call.k, call.v, call.mask()
+    if torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
+        full = mask if mask is not None else causal_additive(q.shape[-2], q.device, q.dtype)
+        return blocked_causal_attention(q, k, v, full, call.scale, call.dropout)
+    if mask is not None and q.device.type == "cpu" and needs_grad(mask):
+        return blocked_causal_attention(q, k, v, mask, call.scale, call.dropout)
+    return sdpa(q, k, v, mask, call.dropout, call.scale)
+
+
+@register_kernel("custom")
+def custom(call: AttentionCall) -> Tensor:
+    """The blocked attention from the encoding's own scores or weights (softmax of q·kᵀ where it has none)."""
+    return blocked_causal_attention(call.q, call.k, call.v, call.mask(), call.scale, call.dropout,
+                                    weights=call.weights(), raw=call.raw())  # fmt: skip
+
+
+@register_kernel("rows")
+def rows(call: AttentionCall) -> Tensor:
+    """The blocked attention with the bias built by blocks of query rows on the CPU and for packed seeds (always for a
+    bias by rows; in training for a bias from the hidden states); else ``custom`` or ``fused``."""
+    pe = call.pe
+    if call.on_rows and (pe.bias_by_rows or pe.reads_hidden and torch.is_grad_enabled()):
+        return blocked_causal_attention(call.q, call.k, call.v, None, call.scale, call.dropout, bias_rows=call.rows(),
+                                        weights=call.weights(), raw=call.raw())  # fmt: skip
+    return custom(call) if pe.custom_scores or pe.custom_attention_weights else fused(call)
