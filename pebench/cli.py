@@ -197,10 +197,8 @@ def _database(args: argparse.Namespace) -> int:
 
 
 def _seed_spread(args: argparse.Namespace) -> int:
-    from pebench.bench.spread import seed_spread, seed_spread_from_verdicts
+    from pebench.analysis.spread import seed_spread
 
-    if args.from_verdicts:
-        return seed_spread_from_verdicts(args.from_verdicts, args.output)
     return seed_spread(_db(args), args.run, args.output)
 
 
@@ -215,13 +213,21 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pebench.bench.spread import shipped_spread_command
-    from pebench.engine.settings import add_flags, dests
-    from pebench.suite import rebuild
-    from pebench.testing import new as new_command
-
+    """The ``pebench`` command's parser: one subcommand each, in the order ``pebench --help`` lists them."""
     parser = Parser(prog="pebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_suite_commands(sub)
+    _add_bench(sub)
+    _add_result_commands(sub)
+    _add_database_commands(sub)
+    return parser
+
+
+def _add_suite_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``run``, ``list``, ``check``, ``new`` and ``rebuild``: the suite, its encodings and tasks, the kit."""
+    from pebench.engine.settings import add_flags
+    from pebench.suite import rebuild
+    from pebench.testing import new as new_command
 
     sub.add_parser("run", add_help=False,
                    help="run the benchmark suite from any directory: every argument goes to pytest (pebench run "
@@ -248,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
     new_command.add_parser(sub)  # pebench new encoding|task NAME: a starting plugin file and its test
     rebuild.add_parser(sub)  # pebench rebuild: retrain the stale cells of a reference
 
+
+def _add_bench(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``bench``: the speed benchmark (:mod:`pebench.bench`); the studies behind the defaults are in ``studies/``."""
+    from pebench.engine.settings import add_flags, dests
+
     p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
     p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
     add_flags(p.add_argument, dests("sizes"))
@@ -263,27 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead, time each task's quick tier on its own and print its in-distribution scores")
     p.add_argument("--encodings", metavar="E1,E2|all",
                    help="encodings for --tasks (default: nope,sinusoidal,learned,rope,alibi)")
-    p.add_argument("--models-per-hour", action="store_true",
-                   help="instead, models per hour for one task's quick tier: K=1, K seeds one by one, K packed")
-    p.add_argument("--task", default="k_back", help="task for --models-per-hour (default k_back)")
-    p.add_argument("--k", type=int, default=3, metavar="K",
-                   help="seeds per model: K of --models-per-hour, seeds of --stop-verdicts (default 3)")
-    p.add_argument("--train-steps", type=int, default=None,
-                   help="training steps for --models-per-hour (default: the task's own)")
-    p.add_argument("--stop-verdicts", metavar="T1,T2|all",
-                   help="instead, train --encodings x --k seeds of each task to its budget and compare the verdicts "
-                        "with those of the same models stopped when learned (--stop learned); one JSON per task in "
-                        "--out, then the table of every file there (docs/defaults.md)")  # fmt: skip
-    p.add_argument("--out", default="studies/stop_verdicts", metavar="DIR",
-                   help="directory of --stop-verdicts' JSON files (default studies/stop_verdicts)")
-    p.add_argument("--lr-verdicts", metavar="DB[,DB...]",
-                   help="instead, compare the verdicts of the --lr-sweep runs in these databases (URLs or SQLite "
-                        "paths) at one shared rate (--base-lr) and at each cell's best rate (docs/defaults.md)")
-    p.add_argument("--base-lr", type=float, default=3e-3, metavar="LR",
-                   help="the shared rate of --lr-verdicts (default 3e-3, the one-rate default --lr)")
     p.add_argument("--suite-args", default="", metavar="ARGS",
                    help="extra pytest options for --tasks runs, e.g. '--steps 100'")
     p.set_defaults(func=_bench)
+
+
+def _add_result_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``results``, ``report`` and ``findings``: what a run of a results database holds, shows and says."""
+    from pebench.engine.settings import add_flags
 
     p = sub.add_parser("results", help="print the results stored in a database")
     add_flags(p.add_argument, ["db"])
@@ -328,6 +326,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--point", metavar="POINT", help="with a sweep, the point to check (e.g. layers4)")
     p.set_defaults(func=_findings)
 
+
+def _add_database_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``compare``, ``merge``, ``db`` and ``seed-spread``: runs against runs, parts into a run, the schema, the
+    seed spread."""
+    from pebench.analysis.spread import shipped_spread_command
+    from pebench.engine.settings import add_flags, dests
+
     p = sub.add_parser(
         "compare",
         help="regressions between two runs (exit 1 when anything regressed, 2 on bad input)",
@@ -371,16 +376,13 @@ def build_parser() -> argparse.ArgumentParser:
         "differences must exceed to be marked)",
         description=f"From a run with several seeds per case, print (and with -o write) each task's pooled seed-to-"
         f"seed standard deviation of normalised scores. The shipped data is regenerated with: "
-        f"{shipped_spread_command()}",
+        f"{shipped_spread_command()} (the tasks measured on the stop-verdict study's files: python "
+        f"studies/stop_verdicts/spread.py in the repository)",
     )
     add_flags(p.add_argument, ["db"])
     p.add_argument("--run", default="latest", help="run id, latest or previous (default latest)")
     p.add_argument("-o", "--output", default=None, help="write the JSON here (e.g. pebench/data/seed_spread.json)")
-    p.add_argument("--from-verdicts", metavar="DIR", default=None,
-                   help="instead of a run, the budget side of the stop-verdict files in DIR (pebench bench "
-                        "--stop-verdicts: 3 seeds of the core encodings at the defaults), e.g. studies/stop_verdicts")
     p.set_defaults(func=_seed_spread)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pebench.analysis.scoring import Learned, training_length_scores
+from pebench.analysis.spread import CORE_ENCODINGS
 
-CORE_ENCODINGS = ("nope", "sinusoidal", "learned", "rope", "alibi")
 CORE_TASKS = ("modular_sum", "k_back", "shift_invariant", "long_range_match")
 
 

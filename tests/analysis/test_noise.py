@@ -69,7 +69,8 @@ def test_the_spread_applies_only_to_the_configuration_it_was_measured_with():
         assert 0 <= entry["sigma"] <= entry["max_sd"] <= 0.6 and entry["seeds"] >= 3
         prov = entry["provenance"]
         if "source" in prov:  # measured from a committed stop-verdict file's budget side
-            assert (ROOT / prov["source"]).is_file() and prov["regenerate"].startswith("pebench bench --stop-verdicts")
+            assert (ROOT / prov["source"]).is_file()
+            assert prov["regenerate"].startswith("python studies/stop_verdicts/verdicts.py")
         else:
             assert prov["git_commit"] and prov["regenerate"].startswith("pytest suite")
 
@@ -161,49 +162,3 @@ def test_seed_spread_command(tmp_path, capsys):
     assert main(["seed-spread", "--db", url]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--seeds 3" in err
-
-
-def test_seed_spread_from_stop_verdict_files(tmp_path, capsys):
-    """The budget side of ``pebench bench --stop-verdicts`` files is 3 seeds of the core encodings at the defaults:
-    a task the shipped spread lacks is measured from it; one measured already, a stale file and a task whose seeds
-    all scored alike are left as they are, each said."""
-    from pebench.case import Case
-    from pebench.cli import main
-    from pebench.engine.runner import Runner
-    from pebench.engine.settings import Settings
-
-    runner = Runner(Settings(progress=False))
-
-    def verdict_file(task_name, scores, steps=None):
-        task = runner.task(task_name)
-        config = runner.describe(Case("rope", task_name, task.train_length, 0))
-        rows = [{"encoding": enc, "seed": s, "budget": {str(task.train_length): v}}
-                for enc, by_seed in scores.items() for s, v in enumerate(by_seed)]  # fmt: skip
-        data = {"task": task_name, "train_length": task.train_length, "metric": task.metric, "chance": 0.0,
-                "higher_is_better": task.higher_is_better, "vocab_size": task.vocab_size, "config": config,
-                "budget_steps": steps or runner.settings.train_config(task).steps, "rows": rows}  # fmt: skip
-        (tmp_path / "v" / f"{task_name}.json").write_text(json.dumps(data))
-
-    (tmp_path / "v").mkdir()
-    verdict_file("k_back", {"rope": [1.0, 0.9, 0.8], "alibi": [0.5, 0.5, 0.5]})  # variances 0.01 and 0
-    verdict_file("copy", {"rope": [1.0, 1.0, 1.0], "alibi": [0.2, 0.2, 0.2]})  # no spread at all
-    verdict_file("sort", {"rope": [1.0, 0.0, 1.0]}, steps=3)  # measured at another budget: stale
-    out = tmp_path / "spread.json"
-    assert main(["seed-spread", "--from-verdicts", str(tmp_path / "v"), "-o", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "left out (stale): sort (measured at 3 steps, now" in text and "every seed scored alike" in text
-    data = json.loads(out.read_text())
-    assert sorted(data["tasks"]) == ["k_back"]
-    [entry] = data["tasks"]["k_back"]
-    assert entry["sigma"] == pytest.approx((0.01 / 2) ** 0.5, abs=1e-6) and entry["seeds"] == 3
-    assert entry["protocol"] == protocol_hash(runner.describe(Case("alibi", "k_back", 64, 0)))
-    assert entry["provenance"]["source"].endswith("k_back.json") and "--from-verdicts" in entry["provenance"][
-        "regenerate"]  # fmt: skip
-    # measured at these defaults already: kept, not replaced
-    entry["sigma"] = 0.5
-    out.write_text(json.dumps(data))
-    assert main(["seed-spread", "--from-verdicts", str(tmp_path / "v"), "-o", str(out)]) == 0
-    assert "kept (measured at these defaults already): k_back" in capsys.readouterr().out
-    assert json.loads(out.read_text())["tasks"]["k_back"][0]["sigma"] == 0.5
-    assert main(["seed-spread", "--from-verdicts", str(tmp_path / "none")]) == 2  # no files: one line
-    assert "pebench bench --stop-verdicts" in capsys.readouterr().err

@@ -23,8 +23,9 @@ NOWHERE = f"postgresql+psycopg://pebench:{PLANTED}@127.0.0.1:1/none"
 """A server that does not exist: each command's error path."""
 NO_DRIVER = f"postgresql://pebench:{PLANTED}@127.0.0.1:1/none"
 """SQLAlchemy's default PostgreSQL driver (psycopg2, not a dependency): cannot be opened, or no server."""
-URL_COMMANDS = {"run", "results", "report", "findings", "compare", "merge", "db", "seed-spread", "bench", "rebuild"}
-"""The commands that take a database URL: ``--db``, ``--with-reference``, ``--lr-verdicts``, merge's parts and -o."""
+URL_COMMANDS = {"run", "results", "report", "findings", "compare", "merge", "db", "seed-spread", "rebuild"}
+"""The commands that take a database URL: ``--db``, ``--with-reference``, merge's parts and -o (the learning-rate
+study's script, which reads databases too, has its own case in tests/studies/test_lr_verdicts.py)."""
 
 
 def test_safe_url_hides_every_password_and_leaves_the_rest():
@@ -100,7 +101,6 @@ ERROR_ARGVS = [
     ["merge", "{url}", "-o", "{out}/m.db"],
     ["merge", "{url}::1", "-o", "{out}/m.db"],
     ["merge", "{path}::1", "-o", "{url}"],
-    ["bench", "--lr-verdicts", "{url}"],
     ["rebuild", "--db", "{url}", "--dry-run"],
     ["rebuild", "--db", "{url}", "--merge"],
     ["results", "--bogus", "{url}"],  # argparse's own error names the URL

@@ -1,10 +1,13 @@
-"""``pebench bench --lr-verdicts DB``: do the verdicts change when each encoding trains at its best learning rate?
-(issue 30, item 4)
+"""The learning-rate study (issue 30, item 4): do the verdicts change when each encoding trains at its best rate?
+
+    python studies/lr_sweep/verdicts.py DB [DB ...] [--base-lr 3e-3]
+
+(each DB a SQLite file's path or a database URL; a comma-separated list counts as several)
 
 Reads every ``--lr-sweep`` run of a database (shards, merged files and several sessions' runs together; a later
 result of the same case and seed replaces an earlier one) and compares, per (task, encoding), two sides:
 
-- **one rate**: the results at the shared default rate (``--base``, 3e-3), the point ``lr0.003`` of the sweep, which
+- **one rate**: the results at the shared default rate (``--base-lr``, 3e-3), the point ``lr0.003`` of the sweep, which
   is the model a run without ``--lr-sweep`` trains;
 - **best rate**: each (encoding, task, seed) at the rate :func:`pebench.analysis.lr.chosen` picks, by the final
   validation at the training length only (the suite's own choice, never the out-of-distribution lengths).
@@ -25,6 +28,8 @@ the design fixes (:mod:`pebench.suite.halving`): ``k * ceil(B / k) + B`` per cel
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -131,11 +136,13 @@ def halving_lines(tasks: Sequence[TaskSides], halving: Sequence[HalvingSide]) ->
         steps_full += h.steps_full
     if not total:
         return []
-    return [f"\n`--lr-halving` on {total} (encoding, task, seed) of the sweep: it chose the full sweep's rate in "
-            f"{same} of {total}" + (f" (not: {'; '.join(missed)})" if missed else "") + f"; at its choice {v_same} of "
-            f"{v_total} cells have the full sweep's best-rate verdict" + (f" (not: {'; '.join(changed)})" if changed
-                                                                         else "")
-            + f". Training steps: {steps} against the full sweep's {steps_full} ({steps / max(steps_full, 1):.2f})."]
+    return [
+        f"\n`--lr-halving` on {total} (encoding, task, seed) of the sweep: it chose the full sweep's rate in "
+        f"{same} of {total}" + (f" (not: {'; '.join(missed)})" if missed else "") + f"; at its choice {v_same} of "
+        f"{v_total} cells have the full sweep's best-rate verdict"
+        + (f" (not: {'; '.join(changed)})" if changed else "")
+        + f". Training steps: {steps} against the full sweep's {steps_full} ({steps / max(steps_full, 1):.2f})."
+    ]
 
 
 def _norms(rows: pd.DataFrame) -> dict[str, dict[int, dict[int, float]]]:
@@ -242,8 +249,11 @@ def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
             at_v, _ = noise.cell_verdicts(per, t.train_length, t.sigma)
             count[p][0] += sum(at_v[e] == best_v.get(e) for e in at_v)
             count[p][1] += sum(e in best_v for e in at_v)
-            missed[p] += [f"{e} on {t.task} ({at_v[e]} -> {best_v[e]})" for e in sorted(at_v)
-                          if e in best_v and at_v[e] != best_v[e]]
+            missed[p] += [
+                f"{e} on {t.task} ({at_v[e]} -> {best_v[e]})"
+                for e in sorted(at_v)
+                if e in best_v and at_v[e] != best_v[e]
+            ]
     parts = [f"{p.removeprefix('lr')} {same} of {total}" for p, (same, total) in count.items()]
     if not parts:
         return []
@@ -270,7 +280,7 @@ def collect(db_url: str, offset: int = 0) -> tuple[pd.DataFrame, dict[int, float
     return swept, {rid + offset: v for rid, v in validation.items()}, df[halved]
 
 
-def main(db_urls: Sequence[str], base: float = BASE) -> int:
+def run(db_urls: Sequence[str], base: float = BASE) -> int:
     """Print the table of the ``--lr-sweep`` runs of the databases ``db_urls`` taken together (a task's cells may
     be spread over several: the shards of one run, or runs of other cells; a later database's result of the same
     case and seed replaces an earlier one's), and of their ``--lr-halving`` runs."""
@@ -293,3 +303,27 @@ def main(db_urls: Sequence[str], base: float = BASE) -> int:
     if left_out:
         print(f"\nLeft out, no result at the shared rate yet: {'; '.join(left_out)}.")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The script's exit status: 0, or 2 after a one-line error (a database without an ``--lr-sweep`` run, one that
+    cannot be opened: its URL shown without a password)."""
+    from pathlib import Path
+
+    p = argparse.ArgumentParser(prog="studies/lr_sweep/verdicts.py", description=__doc__.splitlines()[0])
+    p.add_argument("dbs", nargs="+", metavar="DB",
+                   help="databases of --lr-sweep runs (URLs or SQLite paths; commas also separate them), compared at "
+                        "one shared rate (--base-lr) and at each cell's best rate (docs/defaults.md)")  # fmt: skip
+    p.add_argument("--base-lr", type=float, default=BASE, metavar="LR",
+                   help="the shared rate (default 3e-3, the one-rate default --lr)")  # fmt: skip
+    args = p.parse_args(argv)
+    specs = [x for spec in args.dbs for x in spec.split(",") if x]  # URLs, or SQLite files' paths
+    try:
+        return run([x if "://" in x else f"sqlite:///{Path(x).resolve()}" for x in specs], args.base_lr)
+    except PebenchError as err:
+        print(f"verdicts.py: error: {safe_url(str(err))}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,11 +1,14 @@
-"""``pebench bench --models-per-hour``: what a run costs at scale.
+"""Models per hour: what a run costs at scale, and whether packing seeds pays (docs/scale-out.md, docs/speed.md).
+
+    python studies/scale/models_per_hour.py [--task k_back] [--encoding rope] [--k 3] [--train-steps N] [--device D]
 
 For one task and encoding (default k_back, rope, at their defaults), trains and evaluates the task's quick tier
 (every quick-tier length of each model) in this process, three ways, and prints models per hour:
 
 * K = 1: one seed alone;
-* K seeds one by one (``--k``, default 3), as ``pytest suite --seeds K --no-pack`` does;
-* K seeds packed into one batched model (:mod:`pebench.engine.packing`), as ``pytest suite --seeds K`` does.
+* K seeds one by one (``--k``, default 3), as ``pytest suite --seeds K --pack off`` does;
+* K seeds packed into one batched model (:mod:`pebench.engine.packing`), as ``pytest suite --seeds K --pack on``
+  does (``--pack auto`` packs on a GPU only).
 
 The three are measured one after the other in one process with no cache (a fresh :class:`~pebench.engine.runner.Runner`
 each), so they see the same machine state. On CUDA it also prints the peak GPU memory of each way and, when the
@@ -17,8 +20,10 @@ task's step count and length relative to the measured one (:func:`grid_projectio
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -95,7 +100,7 @@ def grid_projection(measured: Settings, measured_task: str, seconds_per_model: f
     return total
 
 
-def main(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Print models per hour for K = 1, K one by one and K packed, and on CUDA memory, utilisation and the grid."""
     device = pick_device(args.device)
     k = args.k
@@ -119,3 +124,32 @@ def main(args: argparse.Namespace) -> int:
     print(f"projected quick grid ({len(encodings.available())} encodings x {len(tasks.available())} tasks x {k} "
           f"seeds, {best}) on this device: {grid / 60:.0f} min (rough: scaled by training tokens)")  # fmt: skip
     return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The script's command-line options."""
+    from pebench.engine.settings import add_flags
+
+    p = argparse.ArgumentParser(prog="studies/scale/models_per_hour.py", description=__doc__.splitlines()[0])
+    p.add_argument("--task", default="k_back", help="the task whose quick tier is trained (default k_back)")
+    p.add_argument("--encoding", default="rope", help="the encoding trained (default rope)")
+    p.add_argument("--k", type=int, default=3, metavar="K", help="seeds per model (default 3)")
+    p.add_argument("--train-steps", type=int, default=None, help="training steps (default: the task's own)")
+    add_flags(p.add_argument, ["device"], device={"default": "cpu", "help": "cpu (default), cuda, cuda:N, mps or auto"})
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The script's exit status: 0, or 2 after a one-line error (an unknown task or encoding)."""
+    from pebench.errors import PebenchError
+
+    args = parser().parse_args(argv)
+    try:
+        return run(args)
+    except PebenchError as err:
+        print(f"models_per_hour.py: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,6 @@
-"""``pebench bench --stop-verdicts``: do the verdicts hold when models stop when learned? (issue 28, item 5)
+"""The stop-verdict study (issue 28, item 5): do the verdicts hold when models stop when learned?
+
+    python studies/stop_verdicts/verdicts.py [T1,T2|all] [--encodings E1,E2|all] [--k 3] [--out studies/stop_verdicts]
 
 A model stopped by :class:`~pebench.engine.stopping.StopRule` has exactly the weights its budget run had at that step
 (same data, same schedule), so one budget run gives both sides: each (encoding, task, seed) is trained to its budget at
@@ -6,7 +8,7 @@ the defaults, a copy of its weights is taken at the first curve point where the 
 :func:`pebench.engine.training.train`'s ``on_point``), and both models are evaluated at the quick tier's lengths as the
 suite evaluates them (the task's first evaluation split, its score). Per task one JSON file is written (per seed
 and encoding: the scores of both sides, the steps each took, the stop reason, the wall time of the budget run),
-so a long measurement survives in parts; ``--stop-table`` turns the files into the comparison: per cell the
+so a long measurement survives in parts; :func:`table` turns the files into the comparison: per cell the
 learned / partly / not-learned verdict of the mean over seeds (:func:`pebench.analysis.scoring.learned_verdict`)
 and per evaluated length the marked winner (:func:`pebench.analysis.noise.marked_best` with the task's measured
 spread), budget vs stop, the cells and columns that differ, and the steps (the CPU cost of training) of each side.
@@ -14,8 +16,10 @@ spread), budget vs stop, the cells and columns that differ, and the steps (the C
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +35,7 @@ from pebench.engine.runner import Runner
 from pebench.engine.settings import Settings
 from pebench.engine.stopping import StopRule
 from pebench.engine.training import TrainInfo, train
+from pebench.errors import PebenchError
 from pebench.status import ResultStatus
 
 
@@ -41,8 +46,11 @@ def _scores(runner: Runner, model: torch.nn.Module, task_name: str, seed: int) -
                                    runner.device, s.eval_batch_size)) for L in task.eval_lengths("quick")}  # fmt: skip
 
 
-SIDES: dict[str, StopRule] = {"stop": StopRule("learned"), "plateau": StopRule("plateau"),
-                               "stop95": StopRule("learned", accuracy=0.95)}
+SIDES: dict[str, StopRule] = {
+    "stop": StopRule("learned"),
+    "plateau": StopRule("plateau"),
+    "stop95": StopRule("learned", accuracy=0.95),
+}
 """The stopped sides one budget run measures: ``stop`` is ``--stop learned``, ``plateau`` is ``--stop plateau``, and
 ``stop95`` is the learned rule at a 0.95 training accuracy threshold (a candidate, not an option yet)."""
 
@@ -86,8 +94,11 @@ def measure(task_name: str, encs: Sequence[str], seeds: int, rule: str = "learne
                 row |= {side: full if snap is None else _scores(runner, model, task_name, seed),
                         f"{side}_steps": info.steps if snap is None else snap["steps"],
                         f"{side}_reason": "budget" if snap is None else snap["reason"]}  # fmt: skip
-            row |= {"train_wall_s": round(wall, 2), "train_cpu_s": round(cpu, 2),
-                    "curve": [[p["step"], round(p["loss"], 5), round(p["accuracy"], 5)] for p in info.curve]}
+            row |= {
+                "train_wall_s": round(wall, 2),
+                "train_cpu_s": round(cpu, 2),
+                "curve": [[p["step"], round(p["loss"], 5), round(p["accuracy"], 5)] for p in info.curve],
+            }
             rows.append(row)
             print(f"{task_name} {enc} s{seed}: {info.steps} -> "
                   + ", ".join(f"{side} {row[side + '_steps']} ({row[side + '_reason']})" for side in sides)
@@ -134,8 +145,9 @@ def verdicts(data: dict[str, Any], side: str, used: dict[str, int] | None = None
              ) -> tuple[dict[str, str], dict[int, str | None]]:  # fmt: skip
     """(encoding -> learned / partly / not learned, length -> the marked winner or None) of one side, on every seed
     or on the first ``used[encoding]`` seeds of each encoding (:func:`pebench.analysis.noise.cell_verdicts`)."""
-    return noise.cell_verdicts(_normalised(data, side), data["train_length"],
-                               noise.task_sigma(data["task"], data["config"]), used)
+    return noise.cell_verdicts(
+        _normalised(data, side), data["train_length"], noise.task_sigma(data["task"], data["config"]), used
+    )
 
 
 def table(paths: Sequence[Path], most: int = 3) -> str:
@@ -195,9 +207,11 @@ def table(paths: Sequence[Path], most: int = 3) -> str:
         count["cols_auto"] += sum(old_w[L] == auto_w[L] for L in old_w)
         seeds_n = len({r["seed"] for r in data["rows"]})
         b = s_task["budget"]
-        lines.append(f"| {data['task']} | {seeds_n} | {v_text} | {w_text} | "
-                     f"{', '.join(f'{e} {n}' for e, n in sorted(used.items()))} | "
-                     f"{b}, {s_task['stop']} ({s_task['stop'] / b:.2f}), {s_task['auto']} ({s_task['auto'] / b:.2f}) |")
+        lines.append(
+            f"| {data['task']} | {seeds_n} | {v_text} | {w_text} | "
+            f"{', '.join(f'{e} {n}' for e, n in sorted(used.items()))} | "
+            f"{b}, {s_task['stop']} ({s_task['stop'] / b:.2f}), {s_task['auto']} ({s_task['auto'] / b:.2f}) |"
+        )
     if count["cells"]:
         b = max(steps["budget"], 1)
         lines.append(
@@ -231,7 +245,7 @@ def stale(data: dict[str, Any], runner: Runner | None = None) -> str | None:
     return None if data["budget_steps"] == steps else f"measured at {data['budget_steps']} steps, now {steps}"
 
 
-def main(tasks_spec: str, encs: Sequence[str], seeds: int, out: Path) -> int:
+def run(tasks_spec: str, encs: Sequence[str], seeds: int, out: Path) -> int:
     """Measure each task of ``tasks_spec`` into ``out/<task>.json`` (a task already there is skipped unless it is
     :func:`stale`, then measured again), then print the table of every file in ``out`` that is not stale."""
     out.mkdir(parents=True, exist_ok=True)
@@ -255,3 +269,39 @@ def main(tasks_spec: str, encs: Sequence[str], seeds: int, out: Path) -> int:
     if left_out:
         print("\nLeft out, to be measured again: " + ", ".join(left_out) + ".")
     return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The script's command-line options."""
+    p = argparse.ArgumentParser(prog="studies/stop_verdicts/verdicts.py", description=__doc__.splitlines()[0])
+    p.add_argument("tasks", nargs="?", default="", metavar="T1,T2|all",
+                   help="train --encodings x --k seeds of each task to its budget and compare the verdicts with those "
+                        "of the same models stopped when learned (--stop learned); one JSON per task in --out (a task "
+                        "whose file is there and current is not measured again), then the table of every file there "
+                        "(docs/defaults.md); none: only the table")  # fmt: skip
+    p.add_argument("--encodings", metavar="E1,E2|all",
+                   help="encodings to train (default: nope,sinusoidal,learned,rope,alibi)")  # fmt: skip
+    p.add_argument("--k", type=int, default=3, metavar="K", help="seeds per model (default 3)")
+    p.add_argument("--out", default="studies/stop_verdicts", metavar="DIR",
+                   help="directory of the JSON files (default studies/stop_verdicts)")  # fmt: skip
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The script's exit status: 0, or 2 after a one-line error (an unknown task or encoding)."""
+    from pebench.analysis.spread import CORE_ENCODINGS
+    from pebench.bench.tasks import resolve_names
+    from pebench.store.database import safe_url
+
+    args = parser().parse_args(argv)
+    try:
+        names = resolve_names(args.tasks, "task") if args.tasks.strip() else []
+        encs = resolve_names(args.encodings, "encoding") if args.encodings else list(CORE_ENCODINGS)
+        return run(",".join(names), encs, args.k, Path(args.out))
+    except PebenchError as err:
+        print(f"verdicts.py: error: {safe_url(str(err))}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

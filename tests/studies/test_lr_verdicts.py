@@ -1,15 +1,17 @@
-"""``pebench bench --lr-verdicts`` (issue 30, item 4): each cell at the shared rate against the rate its
+"""``python studies/lr_sweep/verdicts.py`` (issue 30, item 4): each cell at the shared rate against the rate its
 in-distribution validation chose; the verdicts, the winners and the cost of both sides."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
+from study_scripts import load
 
 from pebench.analysis import noise
-from pebench.bench import lr_verdicts
-from pebench.cli import main
 from pebench.errors import PebenchError
+
+lr_verdicts = load("studies/lr_sweep/verdicts.py")
+main = lr_verdicts.main
 
 
 def _df(scores: dict[tuple[str, str, int, int], float]) -> pd.DataFrame:
@@ -113,19 +115,54 @@ def test_the_command_reads_a_real_lr_sweep_run(run_suite, tiny, tmp_path, capsys
     proc = run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64 or L128", *tiny, "--steps", "4",
                      "--no-cache", "--db", url, "--lr-sweep", "1e-3,3e-3")  # fmt: skip
     assert proc.returncode == 0, proc.output
-    assert main(["bench", "--lr-verdicts", str(tmp_path / "r.db")]) == 0
+    assert main([str(tmp_path / "r.db")]) == 0
     out = capsys.readouterr().out
     assert "| k_back | 1 | alibi " in out and "rope " in out and "of 2 cells keep their verdict" in out
     assert "of 2 columns their marked winner" in out  # lengths 64 and 128
     # --lr-halving on the same cells, in its own database: compared with the full sweep, at 2 of its 3 steps
-    run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64 or L128", *tiny, "--steps", "4",
-              "--no-cache", "--db", f"sqlite:///{tmp_path / 'h.db'}", "--lr-sweep", "1e-3,3e-3", "--lr-halving")
-    assert main(["bench", "--lr-verdicts", f"{tmp_path / 'r.db'},{tmp_path / 'h.db'}"]) == 0
+    run_suite(
+        "--encoding",
+        "rope,alibi",
+        "--task",
+        "k_back",
+        "-k",
+        "L64 or L128",
+        *tiny,
+        "--steps",
+        "4",
+        "--no-cache",
+        "--db",
+        f"sqlite:///{tmp_path / 'h.db'}",
+        "--lr-sweep",
+        "1e-3,3e-3",
+        "--lr-halving",
+    )
+    assert main([f"{tmp_path / 'r.db'},{tmp_path / 'h.db'}"]) == 0
     out = capsys.readouterr().out
     assert "`--lr-halving` on 2 (encoding, task, seed) of the sweep: it chose the full sweep's rate in" in out
     assert "Training steps: 16 against the full sweep's 16 (1.00)" in out  # 2 cells x (2 x 2 + 4) vs 2 x 2 x 4
     # a database without an --lr-sweep run: one line
     run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache",
               "--db", f"sqlite:///{tmp_path / 'plain.db'}")  # fmt: skip
-    assert main(["bench", "--lr-verdicts", str(tmp_path / "plain.db")]) == 2
+    assert main([str(tmp_path / "plain.db")]) == 2
     assert "holds no --lr-sweep run" in capsys.readouterr().err
+
+
+PLANTED = "S3cretPlanted"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [f"postgresql+psycopg://pebench:{PLANTED}@127.0.0.1:1/none", f"postgresql://pebench:{PLANTED}@127.0.0.1:1/none"],
+    ids=["no-server", "no-driver"],
+)
+def test_an_error_shows_the_url_without_its_password(tmp_path, capfd, monkeypatch, url):
+    """A database that cannot be opened (no server; SQLAlchemy's default PostgreSQL driver, not installed): one
+    line naming it without its password, as every pebench command (tests/cli/test_secrets.py), and nothing written."""
+    monkeypatch.chdir(tmp_path)
+    assert main([url]) == 2
+    out, err = capfd.readouterr()
+    printed = out + err
+    assert PLANTED not in printed and "pebench:***@127.0.0.1:1/none" in printed, printed
+    assert len(printed.strip().splitlines()) == 1, printed  # one line, no traceback
+    assert not list(tmp_path.iterdir())
