@@ -1,12 +1,14 @@
-"""The package's shape: no module past ~450 lines, at most about ten modules at the top of the package, imports that
-only point down the layers (a module never imports from a layer above its own), and no import cycle at all, inside a
-layer included, so each folder says what it does and depends only on what lies beneath it."""
+"""The package's shape: no module past ~450 lines and no function past 80, at most about ten modules at the top of the
+package, imports that only point down the layers (a module never imports from a layer above its own), and no import
+cycle at all, inside a layer included, so each folder says what it does and depends only on what lies beneath it."""
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pebench"
 MAX_LINES = 450
+MAX_FUNCTION_LINES = 80
+"""The longest function or method, its decorators not counted (issue 67: a longer one is split into named steps)."""
 MAX_TOP_MODULES = 10
 """Modules at the top of ``pebench/`` besides ``__init__`` and ``__main__`` (the rest live in packages)."""
 SPLIT = {"engine"}
@@ -63,6 +65,14 @@ def _graph() -> dict[str, set[str]]:
 def test_no_module_is_longer_than_the_limit():
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}  # fmt: skip
+    assert not long, long
+
+
+def test_no_function_is_longer_than_the_limit():
+    functions = ((p, node) for p in PACKAGE.rglob("*.py") for node in ast.walk(ast.parse(p.read_text()))
+                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))  # fmt: skip
+    long = {f"{p.relative_to(PACKAGE)}:{f.lineno} {f.name}": n for p, f in functions
+            if (n := (f.end_lineno or f.lineno) - f.lineno + 1) > MAX_FUNCTION_LINES}  # fmt: skip
     assert not long, long
 
 

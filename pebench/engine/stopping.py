@@ -8,19 +8,44 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from pebench.errors import ConfigError
 
-__all__ = ["STOP_REASONS", "STOP_RULES", "StopRule"]
+__all__ = ["STOP_REASONS", "STOP_RULES", "StopReason", "StopRule", "StopRuleName"]
 
-STOP_RULES = ("budget", "learned", "plateau")
-"""When training ends (:class:`StopRule`): ``budget``: after the task's step count; ``learned``: as soon as the
-model has learned its task, else at the budget; ``plateau``: as ``learned``, and also when the training loss has
-stopped falling in the second half of the budget."""
 
-STOP_REASONS = ("budget", "learned", "plateau", "diverged")
-"""Why a training run ended (:attr:`TrainInfo.stop_reason`)."""
+class StopRuleName(StrEnum):
+    """When training ends (:attr:`StopRule.rule`, ``--stop``); the value is what the configuration stores."""
+
+    BUDGET = "budget"
+    """After the task's step count."""
+    LEARNED = "learned"
+    """As soon as the model has learned its task, else at the budget."""
+    PLATEAU = "plateau"
+    """As ``learned``, and also when the training loss has stopped falling in the second half of the budget."""
+
+
+class StopReason(StrEnum):
+    """Why a training run ended (:attr:`pebench.engine.training.TrainInfo.stop_reason`); the value is what a result
+    stores (``metrics["stop_reason"]``) and a checkpoint keeps."""
+
+    BUDGET = "budget"
+    """It trained to its step budget."""
+    LEARNED = "learned"
+    """The rule's ``learned`` test was met (:meth:`StopRule.check`)."""
+    PLATEAU = "plateau"
+    """The rule's ``plateau`` test was met (:meth:`StopRule.check`)."""
+    DIVERGED = "diverged"
+    """Its training loss or gradient norm became non-finite."""
+
+
+STOP_RULES: tuple[str, ...] = tuple(rule.value for rule in StopRuleName)
+"""The values of :class:`StopRuleName` (``budget``, ``learned``, ``plateau``): ``--stop``'s choices."""
+
+STOP_REASONS: tuple[str, ...] = tuple(reason.value for reason in StopReason)
+"""The values of :class:`StopReason` (``budget``, ``learned``, ``plateau``, ``diverged``)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +66,8 @@ class StopRule:
     rule trains to it. The rule and its thresholds are part of the stored configuration (:meth:`to_dict`), so results
     of different rules never share a configuration hash, a checkpoint or a reuse."""
 
-    rule: str = "budget"
+    rule: StopRuleName = StopRuleName.BUDGET
+    """One of :class:`StopRuleName`; given as its value (``"learned"``) it is converted to the member."""
     accuracy: float = 0.99
     window: int = 3
     plateau_drop: float = 0.01
@@ -50,28 +76,30 @@ class StopRule:
     def __post_init__(self) -> None:
         if self.rule not in STOP_RULES:
             raise ConfigError("train", f"{{stop}} must be one of {', '.join(STOP_RULES)}, got {self.rule!r}")
+        object.__setattr__(self, "rule", StopRuleName(self.rule))
 
     def to_dict(self) -> dict[str, Any] | None:
         """The rule as stored in the configuration; None for ``budget`` (so a budget run's configuration, hash and
         checkpoints are those from before the rule existed)."""
-        if self.rule == "budget":
+        if self.rule == StopRuleName.BUDGET:
             return None
-        d: dict[str, Any] = {"rule": self.rule, "accuracy": self.accuracy, "window": self.window}
-        if self.rule == "plateau":
+        d: dict[str, Any] = {"rule": self.rule.value, "accuracy": self.accuracy, "window": self.window}
+        if self.rule == StopRuleName.PLATEAU:
             d |= {"plateau_drop": self.plateau_drop, "min_fraction": self.min_fraction}
         return d
 
-    def check(self, curve: list[dict[str, float]], steps_done: int, budget: int) -> str | None:
-        """Why to stop after the curve point just appended to ``curve`` (``learned`` / ``plateau``), or None."""
-        if self.rule == "budget" or steps_done >= budget:
+    def check(self, curve: list[dict[str, float]], steps_done: int, budget: int) -> StopReason | None:
+        """Why to stop after the curve point just appended to ``curve`` (:attr:`StopReason.LEARNED` /
+        :attr:`StopReason.PLATEAU`), or None."""
+        if self.rule == StopRuleName.BUDGET or steps_done >= budget:
             return None
         w = self.window
         last = curve[-w:]
         if len(last) == w and all(p["accuracy"] >= self.accuracy for p in last):
-            return "learned"
-        if self.rule == "plateau" and steps_done >= self.min_fraction * budget and len(curve) >= 2 * w:
+            return StopReason.LEARNED
+        if self.rule == StopRuleName.PLATEAU and steps_done >= self.min_fraction * budget and len(curve) >= 2 * w:
             before = sum(p["loss"] for p in curve[-2 * w : -w]) / w
             now = sum(p["loss"] for p in last) / w
             if math.isfinite(now) and now > before * (1.0 - self.plateau_drop):
-                return "plateau"
+                return StopReason.PLATEAU
         return None

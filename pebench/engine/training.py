@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from pebench.engine.evaluation import Validation
-from pebench.engine.stopping import STOP_RULES, StopRule
+from pebench.engine.stopping import STOP_RULES, StopReason, StopRule, StopRuleName
 from pebench.errors import ConfigError
 from pebench.models import Transformer
 from pebench.options import flag
@@ -56,7 +56,7 @@ class TrainConfig:
     val_batches: int = field(default=2, metadata=flag(
         "held-out batches per length (the training length and 2x) evaluated at each learning-curve point; 0: none "
         "(never changes the trained model)", stored=False))
-    stop: str = field(default="budget", metadata=flag(
+    stop: str = field(default=StopRuleName.BUDGET.value, metadata=flag(
         "when a model stops training: budget (the task's step count), learned (as soon as its training accuracy is "
         "at least 0.99 over the last 3 learning-curve points, else at the budget) or plateau (learned, or the "
         "training loss flat in the second half); part of the configuration (docs/defaults.md)", choices=STOP_RULES))
@@ -125,12 +125,25 @@ class TrainInfo:
     message: str = ""
     packed_with: int = 1
     """How many seeds were trained together with this one (:mod:`pebench.engine.packing`); 1: alone."""
-    stop_reason: str = "budget"
-    """Why training ended: one of :data:`pebench.engine.stopping.STOP_REASONS` (``steps`` says after how many steps)."""
+    stop_reason: StopReason | None = StopReason.BUDGET
+    """Why training ended (``steps`` says after how many steps); None while the training loop still trains this
+    model (:attr:`running`; never stored: the loop gives every model its reason before it returns). Given as its
+    value (a checkpoint's ``"budget"``), it is converted to the member."""
+
+    def __post_init__(self) -> None:
+        if self.stop_reason is not None:
+            self.stop_reason = StopReason(self.stop_reason)
+
+    @property
+    def running(self) -> bool:
+        """Whether the training loop still trains this model (it has not diverged, met the stop rule or reached the
+        budget yet)."""
+        return self.stop_reason is None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain values (the status as its string), as a checkpoint stores them."""
-        return asdict(self) | {"status": str(self.status)}
+        """Plain values (the status and the stop reason as their strings), as a checkpoint stores them."""
+        reason = None if self.stop_reason is None else self.stop_reason.value
+        return asdict(self) | {"status": str(self.status), "stop_reason": reason}
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -259,7 +272,7 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
     pos_gens = [torch.Generator().manual_seed(derive_seed(s, "positions", task.name)) for s in seeds]
     vals = [Validation.build(stepper.host, task, cfg.val_batches, cfg.batch_size, s, device) for s in seeds]
     stats = StepStats(device, n)
-    infos = [TrainInfo() for _ in seeds]
+    infos = [TrainInfo(stop_reason=None) for _ in seeds]  # running
     tokens = 0
     ctx = progress_context() if progress_context is not None else contextlib.nullcontext()
     start = time.perf_counter()
@@ -276,7 +289,7 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
             stats.add(step, *stepper.step(batches, pos_gens, cfg, device))
             tokens += batches[0].inputs.numel()
             for info in infos:
-                if info.stop_reason == "budget" and info.status == ResultStatus.OK:
+                if info.running:
                     info.steps = step + 1
             point_due = (step + 1) % cfg.curve_interval == 0 or step + 1 == cfg.steps
             if point_due and _curve_point(stepper, stats, vals, infos, step + 1, cfg, on_point, bar):
@@ -286,7 +299,9 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
         torch.cuda.synchronize(device)
     wall = time.perf_counter() - start
     for k, (model, info) in enumerate(zip(stepper.models, infos, strict=True)):
-        if info.stop_reason in ("budget", "diverged"):
+        if info.running:  # trained to the budget
+            info.stop_reason = StopReason.BUDGET
+        if info.stop_reason in (StopReason.BUDGET, StopReason.DIVERGED):
             stepper.release(k)  # a seed stopped by the rule was released there
         model.eval()
         info.wall_time_s = wall / n
@@ -300,12 +315,12 @@ def _curve_point(stepper: Stepper, stats: StepStats, vals: list[Validation | Non
                  bar: Any) -> bool:  # fmt: skip
     """Append each running seed's curve point (training statistics and validation, one read), end the seeds that
     diverged or meet the stop rule; whether every seed has ended."""
-    running = [k for k, info in enumerate(infos) if info.stop_reason == "budget" and info.status == ResultStatus.OK]
+    running = [k for k, info in enumerate(infos) if info.running]
     points = stats.read(step, [stepper.validation(k, vals[k], step) for k in range(len(infos))])
     for k in running:
         info, (point, bad_step, last_loss, extra) = infos[k], points[k]
         if bad_step is not None:
-            info.status, info.stop_reason = ResultStatus.DIVERGED, "diverged"
+            info.status, info.stop_reason = ResultStatus.DIVERGED, StopReason.DIVERGED
             info.message = f"non-finite training loss or gradient norm at step {bad_step}"
             info.steps = bad_step
             continue
@@ -319,7 +334,7 @@ def _curve_point(stepper: Stepper, stats: StepStats, vals: list[Validation | Non
         if reason is not None:  # this seed's weights now, as alone; the others go on
             info.stop_reason = reason
             stepper.release(k)
-    live = [i.curve[-1] for i in infos if i.stop_reason == "budget" and i.status == ResultStatus.OK and i.curve]
+    live = [i.curve[-1] for i in infos if i.running and i.curve]
     if live:
         bar.set_postfix(loss=f"{sum(p['loss'] for p in live) / len(live):.3f}",
                         acc=f"{sum(p['accuracy'] for p in live) / len(live):.3f}")  # fmt: skip

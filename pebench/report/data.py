@@ -4,6 +4,7 @@ the previous comparable run for deltas, and the whole template context (:func:`b
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -15,7 +16,7 @@ from pebench.analysis.reference import Joined, join, nothing_comparable_text, pr
 from pebench.analysis.sweeps import one_point, points, rankings
 from pebench.case import point_of
 from pebench.errors import PebenchError
-from pebench.report import attn, board, charts, header, overview, predicted, standing, svg, views
+from pebench.report import attn, board, charts, header, overview, predicted, seeds, standing, svg, views
 from pebench.report.findings import findings_view
 from pebench.report.grid import cell_grids
 from pebench.report.rates import per_encoding
@@ -134,6 +135,117 @@ def curve_context(lines: dict[str, Any], assembled: views.Assembled, yours: list
     }
 
 
+@dataclass
+class _Selection:
+    """The rows a page shows and where they come from (:func:`_select_rows`)."""
+
+    df: pd.DataFrame
+    """Every result of the database, without its JSON columns."""
+    runs: list[dict[str, Any]]
+    """Every run of the database."""
+    run_rows: list[dict[str, Any]]
+    """The runs the page shows."""
+    sel: pd.DataFrame
+    """The rows shown: one sweep point (:func:`one_point`), or each cell at its chosen rate (``--lr-sweep``)."""
+    every_point: pd.DataFrame
+    """The rows shown at every sweep point and rate."""
+    rates: str | None
+    """The learning-rate protocol's rates of an ``--lr-sweep`` run shown whole; None otherwise."""
+
+
+def _select_rows(engine: Any, choice: int | str, point: str | None) -> _Selection:
+    """The rows of run ``choice`` (:func:`_check_run`'s) at sweep ``point``; runs of both learning-rate protocols are
+    never shown together (an error), and a protocol run shows each cell at the rate its validation chose."""
+    df = store_load.load_light(engine)
+    runs = store_load.runs(engine)
+    run_ids: list[int] = []
+    if choice != "all" and (runs or choice not in ("latest", "previous")):
+        run_ids = [resolve_run_id(engine, choice)]
+    sel, shown_runs = select(df, run_ids, choice)
+    run_rows = [r for r in runs if r["id"] in set(run_ids if choice != "all" else shown_runs)]
+    grids = {lr.protocol(r["options"]) for r in run_rows}
+    if point is None and len(grids) > 1:  # --run all over runs of both protocols: never ranked together
+        raise ReportError(f"{lr.mixed_text(grids)}: give --run RUN_ID, or --point lrV")
+    rates = grids.pop() if run_rows and point is None and len(grids) == 1 else None
+    every_point = sel
+    if rates is not None:  # --lr-sweep: each cell at the rate its in-distribution validation chose
+        sel = store_load.attach_json(engine, sel)  # --lr-halving marks its choice in the metrics
+        sel = lr.chosen(sel, lr.final_validation(store_load.curve_points(engine, sel["id"])))
+        sel = sel.assign(lr_grid=rates)  # the seed spread of this protocol (pebench.analysis.noise)
+    else:
+        sel = one_point(sel, point)
+    return _Selection(df, runs, run_rows, sel, every_point, rates)
+
+
+def _head(db_url: str, s: _Selection, choice: int | str) -> dict[str, Any]:
+    """The context of every page, with results or without: the title, the header and the run's protocol; the parts
+    that need results at their empty values."""
+    mode = "all runs (latest result of each case)" if choice == "all" else "one run"
+    return {
+        "title": "pebench leaderboard",
+        "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "db_url": safe_url(db_url),
+        "header": header.header_info(s.sel, s.run_rows, mode, s.every_point if s.rates is not None else None),
+        "empty": s.sel.empty,
+        "n_runs_in_db": len(s.runs),
+        "reference": None,
+        "predicted": None,
+        "standing": [],
+        "lr_protocol": None if s.rates is None else lr_view(s.rates, s.sel),
+        # a run merged to ship (pebench merge --slim) had its attention snapshots dropped: say so, not "none"
+        "slim": next(filter(None, ((r["options"] or {}).get("slim") for r in s.run_rows)), None),
+    }
+
+
+def _previous_rows(df: pd.DataFrame, sel: pd.DataFrame, choice: int | str) -> pd.DataFrame:
+    """The previous comparable rows of ``sel`` for the deltas (:func:`previous_comparable`; none for ``--run all``),
+    with their configurations and no metrics."""
+    prev = previous_comparable(df, sel) if choice != "all" else sel.iloc[0:0]
+    configs = dict(zip(sel["config_hash"], sel["config"], strict=True))
+    return prev.assign(config=[configs.get(h, {}) for h in prev["config_hash"]], metrics=[{}] * len(prev))
+
+
+def _join_reference(reference: str, sel: pd.DataFrame, rates: str | None, allow_stale: bool
+                    ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """``sel`` beside the comparable reference results at ``reference`` (:func:`_reference`), the context's
+    ``reference`` entry and the reference's learning curves; stale reference results (unless ``allow_stale``) and
+    nothing comparable are errors."""
+    joined, ref_curves = _reference(reference, sel, rates)
+    if joined.stale and not allow_stale:
+        raise ReportError(f"--with-reference {safe_url(reference)}: {stale_text(joined)}")
+    if joined.rows.empty and joined.not_comparable:
+        raise ReportError(f"--with-reference {safe_url(reference)}: {nothing_comparable_text(joined)}")
+    info = {"url": safe_url(reference), "encodings": joined.encodings, "n_cells": len(joined.rows),
+            "not_comparable": joined.not_comparable, "stale": joined.stale,
+            "yours": sorted(set(sel["encoding"]))}  # fmt: skip
+    return pd.concat([sel, joined.rows], ignore_index=True), info, ref_curves
+
+
+def _task_figures(assembled: views.Assembled) -> dict[str, Any]:
+    """Draw each task's length plot and attention maps into its view; the grid heatmaps by task key (tasks with grid
+    cells only, e.g. addition with grid=true)."""
+    groups, keys = assembled.groups, assembled.keys
+    by_key = {keys[tk][0]: tk for tk in groups}
+    grids = {}
+    for view in assembled.tasks:
+        view.plot_svg = Markup(charts.length_plot(view, assembled.markers))
+        attn.attention_maps(view, groups[by_key[view.key]])
+        if found := cell_grids(view, groups[by_key[view.key]]):
+            grids[view.key] = found
+    return grids
+
+
+def _curve_lines(engine: Any, own: pd.DataFrame, keys: dict[tuple[str, int], tuple[str, str]],
+                 ref_curves: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The learning curves of ``own`` rows (:func:`charts.curves`) with the reference's, under this page's task
+    keys."""
+    lines = charts.curves(engine, own, keys)
+    for column, by_task in ref_curves.items():
+        for (task, _), (page_key, _) in keys.items():
+            lines.setdefault(column, {}).setdefault(page_key, {}).update(by_task.get(task, {}))
+    return lines
+
+
 def build_context(db_url: str, run: int | str | None = "latest", point: str | None = None,
                   reference: str | None = None, allow_stale: bool = False, curves: str | None = None
                   ) -> dict[str, Any]:  # fmt: skip
@@ -144,75 +256,22 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
     choice = _check_run(run)
     engine = open_db(db_url, create=False)
     try:
-        df = store_load.load_light(engine)
-        runs = store_load.runs(engine)
-        run_ids: list[int] = []
-        if choice != "all" and (runs or choice not in ("latest", "previous")):
-            run_ids = [resolve_run_id(engine, choice)]
-        sel, shown_runs = select(df, run_ids, choice)
-        run_rows = [r for r in runs if r["id"] in set(run_ids if choice != "all" else shown_runs)]
-        grids = {lr.protocol(r["options"]) for r in run_rows}
-        if point is None and len(grids) > 1:  # --run all over runs of both protocols: never ranked together
-            raise ReportError(f"{lr.mixed_text(grids)}: give --run RUN_ID, or --point lrV")
-        rates = grids.pop() if run_rows and point is None and len(grids) == 1 else None
-        every_point = sel
-        if rates is not None:  # --lr-sweep: each cell at the rate its in-distribution validation chose
-            sel = store_load.attach_json(engine, sel)  # --lr-halving marks its choice in the metrics
-            sel = lr.chosen(sel, lr.final_validation(store_load.curve_points(engine, sel["id"])))
-            sel = sel.assign(lr_grid=rates)  # the seed spread of this protocol (pebench.analysis.noise)
-        else:
-            sel = one_point(sel, point)
-        if choice != "all":
-            shown_runs = run_ids
-        mode = "all runs (latest result of each case)" if choice == "all" else "one run"
-        context: dict[str, Any] = {
-            "title": "pebench leaderboard",
-            "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "db_url": safe_url(db_url),
-            "header": header.header_info(sel, run_rows, mode, every_point if rates is not None else None),
-            "empty": sel.empty,
-            "n_runs_in_db": len(runs),
-            "reference": None,
-            "predicted": None,
-            "standing": [],
-            "lr_protocol": None if rates is None else lr_view(rates, sel),
-            # a run merged to ship (pebench merge --slim) had its attention snapshots dropped: say so, not "none"
-            "slim": next(filter(None, ((r["options"] or {}).get("slim") for r in run_rows)), None),
-        }
-        if sel.empty:
+        s = _select_rows(engine, choice, point)
+        context = _head(db_url, s, choice)
+        if s.sel.empty:
             return context
-        if "config" not in sel:
-            sel = store_load.attach_json(engine, sel)
-        prev = previous_comparable(df, sel) if choice != "all" else sel.iloc[0:0]
-        configs = dict(zip(sel["config_hash"], sel["config"], strict=True))
-        prev = prev.assign(config=[configs.get(h, {}) for h in prev["config_hash"]], metrics=[{}] * len(prev))
-        superseded = int(len(df) - len(every_point)) if choice == "all" else 0  # not the rates a cell did not choose
+        sel = s.sel if "config" in s.sel else store_load.attach_json(engine, s.sel)
+        prev = _previous_rows(s.df, sel, choice)
+        # results not shown: superseded by a later one of their case (not the rates a cell did not choose)
+        superseded = int(len(s.df) - len(s.every_point)) if choice == "all" else 0
         own, ref_curves = sel, {}
         if reference is not None:
-            joined, ref_curves = _reference(reference, sel, rates)
-            if joined.stale and not allow_stale:
-                raise ReportError(f"--with-reference {safe_url(reference)}: {stale_text(joined)}")
-            if joined.rows.empty and joined.not_comparable:
-                raise ReportError(f"--with-reference {safe_url(reference)}: {nothing_comparable_text(joined)}")
-            sel = pd.concat([sel, joined.rows], ignore_index=True)
-            context["reference"] = {"url": safe_url(reference), "encodings": joined.encodings,
-                                    "n_cells": len(joined.rows), "not_comparable": joined.not_comparable,
-                                    "stale": joined.stale, "yours": sorted(set(own["encoding"]))}  # fmt: skip
+            sel, context["reference"], ref_curves = _join_reference(reference, sel, s.rates, allow_stale)
         assembled = views.assemble(sel, prev)
-        groups, keys = assembled.groups, assembled.keys
-        by_key = {keys[tk][0]: tk for tk in groups}
-        grids = {}  # task key -> its grid heatmaps (tasks with grid cells only, e.g. addition with grid=true)
-        for view in assembled.tasks:
-            view.plot_svg = Markup(charts.length_plot(view, assembled.markers))
-            attn.attention_maps(view, groups[by_key[view.key]])
-            if found := cell_grids(view, groups[by_key[view.key]]):
-                grids[view.key] = found
+        grids = _task_figures(assembled)
         order = [e.encoding for e in assembled.entries]
         failures, n_failures = header.failures(sel)
-        lines = charts.curves(engine, own, keys)
-        for column, by_task in ref_curves.items():  # the reference's curves, under this page's task keys
-            for (task, _), (page_key, _) in keys.items():
-                lines.setdefault(column, {}).setdefault(page_key, {}).update(by_task.get(task, {}))
+        lines = _curve_lines(engine, own, assembled.keys, ref_curves)
         yours = context["reference"]["yours"] if context["reference"] else []
         overview.add_keeps(assembled.entries, assembled.tasks)
         context.update(
@@ -228,8 +287,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             attention_scale_svg=Markup(attn.colour_bar()),
             **curve_context(lines, assembled, yours, curves),
             has_deltas=assembled.has_deltas,
-            stopped_early=any(" learned" in r.training or " plateau" in r.training
-                              for view in assembled.tasks for r in view.rows),  # fmt: skip
+            stopped_early=seeds.stopped_early(r.stop_reasons for view in assembled.tasks for r in view.rows),
             previous_runs=sorted(int(r) for r in prev["run_id"].unique()) if not prev.empty else [],
             failures=failures,
             n_failures=n_failures,
@@ -239,9 +297,9 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             any_partial=any(e.partial for e in assembled.entries),
             point=point,
             # a learning-rate protocol's rates are summarised (lr_rates), not ranked point by point
-            sweep=sweep_view(rankings(store_load.attach_json(engine, every_point)), assembled.colors)
-            if rates is None and len(points(every_point)) > 1 else [],
-            lr_rates=per_encoding(sel, order, assembled.colors) if rates is not None else None,
+            sweep=sweep_view(rankings(store_load.attach_json(engine, s.every_point)), assembled.colors)
+            if s.rates is None and len(points(s.every_point)) > 1 else [],
+            lr_rates=per_encoding(sel, order, assembled.colors) if s.rates is not None else None,
         )
         return context
     finally:

@@ -93,6 +93,100 @@ def validation(point: dict[str, Any], metric: str, higher_is_better: bool, encod
     return {f"val_{metric}_1x": v1, f"val_{metric}_2x": v1 * (1 + decay)}
 
 
+def _config(spec: SynthSpec, enc: str, task: SynthTask) -> dict[str, Any]:
+    """The stored configuration of ``enc`` on ``task``."""
+    return {
+        "encoding": {"name": enc, "version": "1", "options": {}},
+        "task": {"name": task.name, "version": "1", "options": {}},
+        "model": {"vocab_size": task.vocab, "d_model": spec.d_model, "n_layers": 2, "n_heads": spec.heads},
+        "train": {"steps": spec.steps, "batch_size": 64, "lr": 0.003},
+        "eval": {"samples": 256},
+    }
+
+
+def _curve(spec: SynthSpec, task: SynthTask, enc: str, quality: float, higher_is_better: bool
+           ) -> list[dict[str, Any]]:  # fmt: skip
+    """A learning curve of ``spec.curve_points`` points rising with the encoding's ``quality``, with validation."""
+    curve = [
+        {"step": int(spec.steps * (i + 1) / spec.curve_points),
+         "loss": math.log(task.vocab) * math.exp(-3 * quality * (i + 1) / spec.curve_points) + 0.05,
+         "accuracy": min(1.0, quality * (i + 1) / spec.curve_points)}
+        for i in range(spec.curve_points)
+    ]  # fmt: skip
+    for point in curve:  # no draw from rng: the other values stay as they were
+        point.update(validation(point, task.metric, higher_is_better, enc))
+    return curve
+
+
+def _splits(task: SynthTask, higher_is_better: bool, q: float, ratio: float) -> dict[str, dict[str, Any]]:
+    """Each evaluation split's metrics at quality ``q`` (later splits lose more with the length ``ratio``)."""
+    splits = {}
+    for i, split in enumerate(task.splits):
+        qs = min(1.0, max(0.0, q - 0.05 * i * ratio))
+        if higher_is_better:
+            acc = task.chance + (1 - task.chance) * qs
+            loss = -math.log(max(acc, 1e-3))
+        else:
+            loss = math.log(task.vocab) * (1 - 0.7 * qs)
+            acc = qs * 0.6
+        splits[split] = {"loss": loss, "token_accuracy": acc, "sequence_accuracy": acc**4,
+                         "perplexity": math.exp(loss), "n_samples": 256, "n_scored": 256}  # fmt: skip
+    return splits
+
+
+def _attention(spec: SynthSpec, rng: np.random.Generator) -> dict[str, Any]:
+    """An attention snapshot (the form of :mod:`pebench.store.attention`): per head, the softmax of a per-head
+    distance penalty plus noise drawn from ``rng``."""
+    t = spec.attention_tokens
+    heads = []
+    dist = np.arange(t)[:, None] - np.arange(t)[None, :]
+    for h in range(spec.heads):
+        logits = -(0.05 + 0.5 * h) * dist + rng.normal(0, 0.5, (t, t))
+        w = np.exp(np.where(dist >= 0, logits, -np.inf))
+        w = np.rint(1000 * w / w.sum(axis=1, keepdims=True)).astype(int).tolist()
+        heads.append([row[: i + 1] for i, row in enumerate(w)])
+    return {"layer": 1, "tokens": list(range(t)), "scale": 1000, "heads": heads}
+
+
+def _record(spec: SynthSpec, enc: str, task: SynthTask, config: dict[str, Any], length: int, seed: int,
+            quality: float, curve: list[dict[str, Any]], metrics: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The record of ``enc`` on ``task`` at ``length`` and ``seed``, with its status from ``spec.statuses`` and its
+    scores from the first split of ``metrics`` when ok."""
+    metric = metric_registry.get(task.metric)
+    status, message = spec.statuses.get((enc, task.name, length, seed), (ResultStatus.OK, ""))
+    rec = {
+        "case_id": Case(enc, task.name, length).id,
+        "encoding": enc,
+        "encoding_version": "1",
+        "task": task.name,
+        "task_version": "1",
+        "train_length": task.train_length,
+        "eval_length": length,
+        "seed": seed,
+        "config": config,
+        "config_hash": config_hash(config),
+        "code_version": "synthetic",
+        "status": status,
+        "message": message,
+        "metric": task.metric,
+        "higher_is_better": metric.higher_is_better,
+        "chance_level": task.chance,
+        "train_steps": spec.steps,
+        "train_time_s": 30.0 + 10 * quality,
+        "tokens_per_s": 1e5,
+        "final_train_loss": curve[-1]["loss"],
+        "eval_time_s": 0.5,
+        "model_reused": length != task.lengths[0],
+        "metrics": metrics if status == ResultStatus.OK else {},
+        "curve": curve,
+    }
+    if status == ResultStatus.OK:
+        main = metrics["splits"][task.splits[0]]
+        rec.update(score=main[metric.key], loss=main["loss"], token_accuracy=main["token_accuracy"],
+                   sequence_accuracy=main["sequence_accuracy"])  # fmt: skip
+    return rec
+
+
 def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list[dict[str, Any]]:
     """One record per (encoding, task, length, seed), shaped like :meth:`pebench.engine.runner.Runner.run`'s."""
     rng = np.random.default_rng(rng_seed)
@@ -102,83 +196,18 @@ def records(spec: SynthSpec, run_offset: float = 0.0, rng_seed: int = 0) -> list
         for task in spec.tasks:
             if (enc, task.name) in spec.skip:
                 continue
-            metric = metric_registry.get(task.metric)
-            config = {
-                "encoding": {"name": enc, "version": "1", "options": {}},
-                "task": {"name": task.name, "version": "1", "options": {}},
-                "model": {"vocab_size": task.vocab, "d_model": spec.d_model, "n_layers": 2, "n_heads": spec.heads},
-                "train": {"steps": spec.steps, "batch_size": 64, "lr": 0.003},
-                "eval": {"samples": 256},
-            }
-            chash = config_hash(config)
+            higher_is_better = metric_registry.get(task.metric).higher_is_better
+            config = _config(spec, enc, task)
             for seed in range(spec.seeds):
                 noise_q = float(rng.normal(0, 0.03))
-                curve = [
-                    {"step": int(spec.steps * (i + 1) / spec.curve_points),
-                     "loss": math.log(task.vocab) * math.exp(-3 * quality * (i + 1) / spec.curve_points) + 0.05,
-                     "accuracy": min(1.0, quality * (i + 1) / spec.curve_points)}
-                    for i in range(spec.curve_points)
-                ]  # fmt: skip
-                for point in curve:  # no draw from rng: the other values stay as they were
-                    point.update(validation(point, task.metric, metric.higher_is_better, enc))
+                curve = _curve(spec, task, enc, quality, higher_is_better)
                 for length in task.lengths:
                     ratio = max(0.0, math.log2(length / task.train_length))
                     q = min(1.0, max(0.0, quality + noise_q + run_offset - decay * ratio))
-                    splits = {}
-                    for i, split in enumerate(task.splits):
-                        qs = min(1.0, max(0.0, q - 0.05 * i * ratio))
-                        if metric.higher_is_better:
-                            acc = task.chance + (1 - task.chance) * qs
-                            loss = -math.log(max(acc, 1e-3))
-                        else:
-                            loss = math.log(task.vocab) * (1 - 0.7 * qs)
-                            acc = qs * 0.6
-                        splits[split] = {"loss": loss, "token_accuracy": acc, "sequence_accuracy": acc**4,
-                                         "perplexity": math.exp(loss), "n_samples": 256, "n_scored": 256}  # fmt: skip
-                    main = splits[task.splits[0]]
-                    status, message = spec.statuses.get((enc, task.name, length, seed), (ResultStatus.OK, ""))
-                    metrics: dict[str, Any] = {"splits": splits}
+                    metrics: dict[str, Any] = {"splits": _splits(task, higher_is_better, q, ratio)}
                     if spec.attention and length == task.train_length:
-                        t = spec.attention_tokens
-                        heads = []
-                        dist = np.arange(t)[:, None] - np.arange(t)[None, :]
-                        for h in range(spec.heads):  # softmax of a per-head distance penalty plus noise
-                            logits = -(0.05 + 0.5 * h) * dist + rng.normal(0, 0.5, (t, t))
-                            w = np.exp(np.where(dist >= 0, logits, -np.inf))
-                            w = np.rint(1000 * w / w.sum(axis=1, keepdims=True)).astype(int).tolist()
-                            heads.append([row[: i + 1] for i, row in enumerate(w)])
-                        metrics["attention"] = {"layer": 1, "tokens": list(range(t)), "scale": 1000, "heads": heads}
-                    rec = {
-                        "case_id": Case(enc, task.name, length).id,
-                        "encoding": enc,
-                        "encoding_version": "1",
-                        "task": task.name,
-                        "task_version": "1",
-                        "train_length": task.train_length,
-                        "eval_length": length,
-                        "seed": seed,
-                        "config": config,
-                        "config_hash": chash,
-                        "code_version": "synthetic",
-                        "status": status,
-                        "message": message,
-                        "metric": task.metric,
-                        "higher_is_better": metric.higher_is_better,
-                        "chance_level": task.chance,
-                        "train_steps": spec.steps,
-                        "train_time_s": 30.0 + 10 * quality,
-                        "tokens_per_s": 1e5,
-                        "final_train_loss": curve[-1]["loss"],
-                        "eval_time_s": 0.5,
-                        "model_reused": length != task.lengths[0],
-                        "metrics": metrics if status == ResultStatus.OK else {},
-                        "curve": curve,
-                    }
-                    if status == ResultStatus.OK:
-                        score = main[metric.key]
-                        rec.update(score=score, loss=main["loss"], token_accuracy=main["token_accuracy"],
-                                   sequence_accuracy=main["sequence_accuracy"])  # fmt: skip
-                    out.append(rec)
+                        metrics["attention"] = _attention(spec, rng)
+                    out.append(_record(spec, enc, task, config, length, seed, quality, curve, metrics))
     return out
 
 

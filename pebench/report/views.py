@@ -3,8 +3,8 @@ the selected results with the scoring layer (:mod:`pebench.analysis.scoring`). N
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ from pebench.analysis.reach import Reach
 from pebench.analysis.scoring import Group, finite, mean
 from pebench.analysis.stats import t_interval
 from pebench.metrics import Metric
-from pebench.report import board, families, rates
+from pebench.report import board, families, rates, seeds
 from pebench.report.colors import cmap_hex, encoding_colors
 from pebench.report.svg import MARKER_SHAPES
 from pebench.status import ResultStatus
@@ -82,34 +82,10 @@ class TaskRow:
     reach: Reach | None = None
     training: str = ""
     """How training ended over the seeds (``--stop``), e.g. ``2 learned, 1 budget · 70-200 of 200 steps``."""
+    stop_reasons: dict[str, int] = field(default_factory=dict)
+    """Seeds per stop reason (:func:`pebench.report.seeds.stop_reasons`); empty from before ``--stop``."""
     seeds_tip: str = ""
     """Why this many seeds (``--seeds auto``): each added seed's reason, or that the first one decided."""
-
-
-def training_text(rows: Iterable[Mapping[str, Any]]) -> str:
-    """:attr:`TaskRow.training` from the results of one encoding on one task (one model per seed); empty when no
-    result records a stop reason (runs from before ``--stop``)."""
-    per_seed = {r["seed"]: r for r in rows if isinstance(r.get("metrics"), Mapping) and "stop_reason" in r["metrics"]}
-    if not per_seed:
-        return ""
-    reasons = Counter(r["metrics"]["stop_reason"] for r in per_seed.values())
-    text = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
-    steps = sorted(int(r["train_steps"]) for r in per_seed.values() if finite(r.get("train_steps")))
-    budget = ((next(iter(per_seed.values())).get("config") or {}).get("train") or {}).get("steps")
-    if steps:
-        span = f"{steps[0]}" if steps[0] == steps[-1] else f"{steps[0]}-{steps[-1]}"
-        text += f" · {span}" + (f" of {budget}" if budget else "") + " steps"
-    return text
-
-
-def seeds_tip(rows: Iterable[Mapping[str, Any]]) -> str:
-    """:attr:`TaskRow.seeds_tip` from the results of one encoding on one task; empty without ``--seeds auto``."""
-    why = {r["seed"]: r["metrics"]["seed_reason"] for r in rows
-           if isinstance(r.get("metrics"), Mapping) and r["metrics"].get("seed_reason")}  # fmt: skip
-    if not why:
-        return ""
-    added = [f"seed {s}: {w}" for s, w in sorted(why.items()) if s > 0]
-    return "; ".join(added) if added else "decided by the first seed (--seeds auto)"
 
 
 @dataclass
@@ -134,6 +110,8 @@ class TaskView:
     attention: list[dict[str, Any]] = field(default_factory=list)
     attention_note: str = ""
     metric_def: Metric | None = None
+    whole_budget: bool = False
+    """Whether every model of the task trained its whole budget (:func:`pebench.report.seeds.whole_budget`)."""
 
 
 @dataclass
@@ -244,6 +222,54 @@ def _delta(cell: Cell, previous: float | None, higher_is_better: bool) -> bool:
     return True
 
 
+def _length_cells(g: Group, pg: Group | None, lengths: Sequence[int], m: Metric, acc: _Scores) -> list[Cell]:
+    """One encoding's cell per evaluated length: the mean over its ok seeds, the count of each other status, and
+    the change since the previous run (``pg``), noted in ``acc``."""
+    cells = []
+    for L in lengths:
+        per = g.by_length.get(L, {})
+        c = _cell([m.display(r["score"]) for r in per.values() if r["status"] == ResultStatus.OK], m.digits)
+        bad = [r["status"] for r in per.values() if r["status"] != ResultStatus.OK]
+        if bad:
+            c.note = ", ".join(f"{bad.count(s)} {s}" for s in sorted(set(bad)))
+        if pg is not None and L in pg.by_length:
+            pm = mean(m.display(r["score"]) for r in pg.by_length[L].values() if r["status"] == ResultStatus.OK)
+            acc.has_deltas |= _delta(c, pm, m.higher_is_better)
+        cells.append(c)
+    return cells
+
+
+def _previous(id_cell: Cell, gap: Cell, pg: Group, split: tuple[list[int], list[int]], m: Metric, acc: _Scores,
+              enc: str, key: str) -> None:  # fmt: skip
+    """The change of one encoding's ID and gap cells since the previous run (``pg``), and its previous normalised
+    ID and OOD scores on task ``key`` for the leaderboard (``acc``); ``split``: the ID and OOD lengths."""
+    id_lengths, ood_lengths = split
+    _delta(id_cell, mean(scoring.per_seed_metric(pg, id_lengths, m).values()), m.higher_is_better)
+    _delta(gap, mean(scoring.gap_per_seed(pg, id_lengths, ood_lengths, m).values()), False)
+    pi = mean(scoring.per_seed_norm(pg, id_lengths).values())
+    po = mean(scoring.per_seed_norm(pg, ood_lengths).values())
+    if pi is not None:
+        acc.prev_id[enc][key] = pi
+    if po is not None:
+        acc.prev_ood[enc][key] = po
+
+
+def _mark_task_best(rows: Sequence[TaskRow], enc_groups: Mapping[str, Group], lengths: Sequence[int],
+                    seed_norms: Mapping[str, tuple[dict[int, float], dict[int, float]]], sigma: float | None,
+                    lower: bool, id_mean: Callable[[str], float]) -> None:  # fmt: skip
+    """Mark the best of each column beyond the noise of its protocol (``sigma``, :mod:`pebench.analysis.noise`;
+    ``lower``: lower is better): every length, ID, the OOD score, and the gap among the encodings that learned the
+    task (``id_mean``: an encoding's mean normalised ID score)."""
+    for col, L in enumerate(lengths):
+        _mark_best([r.cells[col] for r in rows], [_norms(enc_groups[r.encoding], L) for r in rows], sigma, lower)
+    _mark_best([r.id_cell for r in rows], [list(seed_norms[r.encoding][0].values()) for r in rows], sigma, lower)
+    learned = [r for r in rows if id_mean(r.encoding) >= scoring.LEARNED]
+    gaps = [[o - i for s, i in seed_norms[r.encoding][0].items() if (o := seed_norms[r.encoding][1].get(s)) is not None]
+            for r in learned]  # fmt: skip
+    _mark_best([r.gap for r in learned], gaps, sigma * 2**0.5 if sigma is not None else None, True)
+    _mark_best([r.ood_norm for r in rows], [list(seed_norms[r.encoding][1].values()) for r in rows], sigma)
+
+
 def _task_view(
     tk: tuple[str, int], key: str, label: str, enc_groups: Mapping[str, Group], prev_groups: Mapping[str, Group],
     colors: Mapping[str, str], markers: Mapping[str, str], acc: _Scores,
@@ -262,29 +288,12 @@ def _task_view(
         acc.seeds[enc].update(g.seeds())
         n_fail = sum(1 for r in g.rows() if r["status"] != ResultStatus.OK)
         acc.failures[enc] += n_fail
-        cells = []
-        for L in lengths:
-            per = g.by_length.get(L, {})
-            c = _cell([m.display(r["score"]) for r in per.values() if r["status"] == ResultStatus.OK], m.digits)
-            bad = [r["status"] for r in per.values() if r["status"] != ResultStatus.OK]
-            if bad:
-                c.note = ", ".join(f"{bad.count(s)} {s}" for s in sorted(set(bad)))
-            if pg is not None and L in pg.by_length:
-                pm = mean(m.display(r["score"]) for r in pg.by_length[L].values() if r["status"] == ResultStatus.OK)
-                acc.has_deltas |= _delta(c, pm, m.higher_is_better)
-            cells.append(c)
+        cells = _length_cells(g, pg, lengths, m, acc)
         id_cell = _cell(scoring.per_seed_metric(g, id_lengths, m), m.digits)
         gap = _cell(scoring.gap_per_seed(g, id_lengths, ood_lengths, m), m.digits)
         i_norm, o_norm = scoring.per_seed_norm(g, id_lengths), scoring.per_seed_norm(g, ood_lengths)
         if pg is not None:
-            _delta(id_cell, mean(scoring.per_seed_metric(pg, id_lengths, m).values()), m.higher_is_better)
-            _delta(gap, mean(scoring.gap_per_seed(pg, id_lengths, ood_lengths, m).values()), False)
-            pi = mean(scoring.per_seed_norm(pg, id_lengths).values())
-            po = mean(scoring.per_seed_norm(pg, ood_lengths).values())
-            if pi is not None:
-                acc.prev_id[enc][key] = pi
-            if po is not None:
-                acc.prev_ood[enc][key] = po
+            _previous(id_cell, gap, pg, (id_lengths, ood_lengths), m, acc, enc, key)
         seed_norms[enc] = (i_norm, o_norm)
         far = reach.reach({L: [r["norm"] for r in per.values()] for L, per in g.by_length.items()}, train_length)
         acc.reaches[enc].append(far)
@@ -292,23 +301,16 @@ def _task_view(
             acc.id_norm[enc][key] = i_norm
         if o_norm:
             acc.ood_norm[enc][key] = o_norm
+        at_train = g.by_length.get(train_length, {}).values()  # one model per seed
         rows.append(TaskRow(encoding=enc, color=colors[enc], marker=markers[enc], id_cell=id_cell, cells=cells,
-                            gap=gap, ood_norm=_cell(o_norm, 2), n_seeds=len(g.seeds()), failures=n_fail,
-                            reach=far, training=training_text(g.by_length.get(train_length, {}).values()),
-                            seeds_tip=seeds_tip(g.rows())))  # fmt: skip
-    # best per column beyond the noise of its protocol (analysis.noise); the gap among encodings that learned the task
+                            gap=gap, ood_norm=_cell(o_norm, 2), n_seeds=len(g.seeds()), failures=n_fail, reach=far,
+                            training=seeds.training_text(at_train), stop_reasons=seeds.stop_reasons(at_train),
+                            seeds_tip=seeds.seeds_tip(g.rows())))  # fmt: skip
     grid = first.get("lr_grid") if isinstance(first.get("lr_grid"), str) else None
     sigma = noise.task_sigma(task_name, first.get("config"), lr_grid=grid)
     acc.sigmas[key] = sigma
-    lower = not m.higher_is_better
-    for col, L in enumerate(lengths):
-        _mark_best([r.cells[col] for r in rows], [_norms(enc_groups[r.encoding], L) for r in rows], sigma, lower)
-    _mark_best([r.id_cell for r in rows], [list(seed_norms[r.encoding][0].values()) for r in rows], sigma, lower)
-    learned = [r for r in rows if acc.id_mean(r.encoding, key) >= scoring.LEARNED]
-    gaps = [[o - i for s, i in seed_norms[r.encoding][0].items() if (o := seed_norms[r.encoding][1].get(s)) is not None]
-            for r in learned]  # fmt: skip
-    _mark_best([r.gap for r in learned], gaps, sigma * 2**0.5 if sigma is not None else None, True)
-    _mark_best([r.ood_norm for r in rows], [list(seed_norms[r.encoding][1].values()) for r in rows], sigma)
+    _mark_task_best(rows, enc_groups, lengths, seed_norms, sigma, not m.higher_is_better,
+                    lambda enc: acc.id_mean(enc, key))  # fmt: skip
     # rows best first: by OOD normalised score, then ID score, then name
     rows.sort(key=lambda r: (r.ood_norm.value is None, -(r.ood_norm.value or 0.0), -acc.id_mean(r.encoding, key),
                              r.encoding))  # fmt: skip
@@ -327,6 +329,7 @@ def _task_view(
         unit=m.unit,
         show_id=len(id_lengths) > 1,
         metric_def=m,
+        whole_budget=seeds.whole_budget(r.stop_reasons for r in rows),
     )
 
 

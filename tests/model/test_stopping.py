@@ -14,8 +14,8 @@ from pebench.engine import device as pdevice
 from pebench.engine.packing import train_packed
 from pebench.engine.runner import Case, Runner
 from pebench.engine.settings import Settings
-from pebench.engine.stopping import StopRule
-from pebench.engine.training import TrainConfig, train
+from pebench.engine.stopping import STOP_REASONS, STOP_RULES, StopReason, StopRule, StopRuleName
+from pebench.engine.training import TrainConfig, TrainInfo, train
 from pebench.errors import ConfigError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig, Transformer
@@ -55,6 +55,25 @@ def test_the_rule_is_part_of_the_configuration():
     assert config_hash(budget) != config_hash(learned)
     with pytest.raises(ConfigError, match="budget, learned, plateau"):
         TrainConfig(stop="early")
+
+
+def test_rules_and_reasons_are_enums_stored_by_value():
+    # issue 67: the enums' values are the strings stored before them, so configurations, their hashes, results and
+    # checkpoints read and write as they did (hashes as of the commit before the enums)
+    assert STOP_RULES == ("budget", "learned", "plateau")
+    assert STOP_REASONS == ("budget", "learned", "plateau", "diverged")
+    assert StopRule("plateau").rule is StopRuleName.PLATEAU and StopRule(StopRuleName.LEARNED) == StopRule("learned")
+    stored = TrainConfig(stop="plateau").to_dict()["stop"]
+    assert type(stored["rule"]) is str and stored == {"rule": "plateau", "accuracy": 0.99, "window": 3,
+                                                      "plateau_drop": 0.01, "min_fraction": 0.5}  # fmt: skip
+    hashes = {rule: config_hash(TrainConfig(stop=rule).to_dict()) for rule in STOP_RULES}
+    assert hashes == {"budget": "15cbfe80b0d99e71", "learned": "9013327aa24e60af", "plateau": "2eb4718f2b7726db"}
+    assert StopRule("learned").check(points([1.0] * 3), 30, 200) is StopReason.LEARNED
+    # a checkpoint's info: its reason as a plain string, read back as the member; None only while training
+    info = TrainInfo(stop_reason="learned")
+    assert info.stop_reason is StopReason.LEARNED and not info.running and not TrainInfo().running
+    assert type(info.to_dict()["stop_reason"]) is str and TrainInfo(**info.to_dict()) == info
+    assert TrainInfo(stop_reason=None).running
 
 
 def build(seed: int, task: tasks.Task, name: str = "rope") -> Transformer:

@@ -59,7 +59,7 @@ def test_auto_seeds_refuse_parallel_runs_in_one_line(run_suite, tmp_path):
 
 
 def test_the_report_says_how_training_ended_and_why_each_seed(tmp_path):
-    from pebench.report.views import seeds_tip, training_text
+    from pebench.report.seeds import seeds_tip, stop_reasons, stopped_early, training_text, whole_budget
 
     rows = [{"seed": s, "train_steps": n, "metrics": {"stop_reason": why, "seed_reason": sr},
              "config": {"train": {"steps": 200}}}
@@ -68,6 +68,11 @@ def test_the_report_says_how_training_ended_and_why_each_seed(tmp_path):
     assert seeds_tip(rows) == "seed 1: L64: 0.95 within the noise"
     assert seeds_tip(rows[:1]) == "decided by the first seed (--seeds auto)"
     assert training_text([{"seed": 0, "metrics": {}}]) == "" and seeds_tip([{"seed": 0, "metrics": {}}]) == ""
+    # the page's notes on stopping read the stored reasons, never the text shown
+    assert stop_reasons(rows) == {"budget": 1, "learned": 1} and stop_reasons([{"seed": 0, "metrics": {}}]) == {}
+    assert stopped_early([{}, stop_reasons(rows)]) and not stopped_early([{"budget": 2, "diverged": 1}, {}])
+    assert whole_budget([{"budget": 2}, {}]) and not whole_budget([{"budget": 1}, stop_reasons(rows)])
+    assert not whole_budget([{}]) and not whole_budget([{"budget": 1, "diverged": 1}])
 
 
 def test_runs_of_another_stop_rule_or_precision_are_never_compared_or_reused(run_suite, tmp_path):
