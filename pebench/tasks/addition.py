@@ -35,9 +35,9 @@ Lengths: training ``1 .. m``; out of distribution ``m + 1 .. 5m`` (McLeish et al
 Defaults (version 2): ``train_max=3`` and 2400 steps, so that a core encoding learns the task in distribution at the
 default model (learned absolute positions do; no core encoding gets a longer sum right). At version 1's
 ``train_max=5`` none of them left 0 with 1200 or 2400 steps (learned positions only partly at ``train_max=4`` with
-2400), while Abacus learned it with 1200 steps (docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)").
-McLeish et al.'s protocol is
-``--task-options addition:train_max=20`` (with far more steps than a CPU default allows).
+2400), while Abacus learned it with 1200 steps (studies/task_defaults, "The ten tasks of issue 15 (version 2
+defaults)"). McLeish et al.'s protocol is ``--task-options addition:train_max=20`` (with far more steps than a CPU
+default allows).
 
 Annotations (:data:`~pebench.tasks.base.DIGIT_INDEX` and :data:`~pebench.tasks.base.COUPLED_POSITION`, on every
 training and evaluation batch, 0 at padding; rules in :func:`~pebench.tasks.common.addition_annotations`):

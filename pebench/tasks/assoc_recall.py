@@ -20,7 +20,7 @@ one thread) ALiBi learned it in one, and the others stayed at about what answeri
 earns (1 of 8); 4x the steps (2400) and 4 pairs (Zoology's own default, where that floor is 1/4) left RoPE and ALiBi
 at that floor in seed 1. At 32 the same 8 pairs fill half the sequence and the query section is 16 tokens: over three
 seeds ALiBi learns it in every one and keeps it to 4x, while the other four stay at that floor at every length
-(docs/defaults.md, "What the defaults learn (measured)"). Version 1's setting is
+(studies/task_defaults, "What the defaults learn (measured)"). Version 1's setting is
 ``--task-options assoc_recall:train_length=64``.
 
 Chance level ``1 / V`` (uniform over the values).

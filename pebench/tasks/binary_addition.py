@@ -23,7 +23,7 @@ operand and the sum (the bit's significance plus one, everything being little-en
 
 Defaults (version 2): training lengths 3..16 (``train_max=16``) and 1200 steps. At the papers' 3..40 every core
 encoding learned it only partly with 600 steps (chance 1/3), and RoPE not much more with 2400; at 3..16 and 1200
-steps sinusoidal and RoPE learn it in every seed (docs/defaults.md, "What the defaults learn (measured)"). The
+steps sinusoidal and RoPE learn it in every seed (studies/task_defaults, "What the defaults learn (measured)"). The
 papers' protocol is
 ``--task-options binary_addition:train_max=40``.
 """

@@ -18,7 +18,7 @@ For ``n >= 2``, ``P(y = 1) = 1/2`` exactly; for ``n = 1`` the answer is always 0
 
 Defaults (version 2): training lengths 1..10 (``train_max=10``) and 1200 steps, so that the default model learns the
 task in distribution (in seed 0 every core encoding but ALiBi does); at the papers' 1..40 with the global 600 steps RoPE
-did not learn it (docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
+did not learn it (studies/task_defaults, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
 ``--task-options even_pairs:train_max=40 --steps 600``.
 """
 

@@ -16,8 +16,8 @@ Length 1 holds no duplicated string (the paper's generator returns a constant pl
 
 Defaults (version 2): training lengths 2..8 (``train_max=8``) and 2400 steps, so that the default model learns the task
 in distribution (sinusoidal and learned positions do; its verdicts move with the thread count); at the papers' 2..40
-with the global 600 steps RoPE did not learn it (docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)").
-The papers' protocol is ``--task-options missing_duplicate_string:train_max=40 --steps 600``.
+with the global 600 steps RoPE did not learn it (studies/task_defaults, "The ten tasks of issue 15 (version 2
+defaults)"). The papers' protocol is ``--task-options missing_duplicate_string:train_max=40 --steps 600``.
 """
 
 from __future__ import annotations

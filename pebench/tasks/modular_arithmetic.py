@@ -18,7 +18,7 @@ Defaults (version 2): training lengths 1..6 (``train_max=6``) and 2400 steps. At
 chance with 600 steps, nor RoPE with 2400 steps or 4 layers, and at 1..10 RoPE stayed near chance too. At 1..6 three
 seeds (2026-11-23) put the task at the edge of what the default model learns: ALiBi learns it in every seed, RoPE and
 sinusoidal in two of three, learned positions in one and NoPE in none, with a seed-to-seed spread that makes one
-seed's ranking unreliable (docs/defaults.md, "What the defaults learn (measured)"). The papers' protocol is
+seed's ranking unreliable (studies/task_defaults, "What the defaults learn (measured)"). The papers' protocol is
 ``--task-options modular_arithmetic:train_max=40``.
 """
 

@@ -23,7 +23,7 @@ factor is, so 0 is the most frequent answer (about 0.3 of the answers at lengths
 
 Defaults (version 2): training lengths 1..6 (``train_max=6``) and 2400 steps, so that the default model learns the task
 in distribution (every core encoding does); at the papers' 1..40 with the global 600 steps RoPE did not learn it
-(docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
+(studies/task_defaults, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
 ``--task-options modular_arithmetic_brackets:train_max=40 --steps 600``.
 """
 

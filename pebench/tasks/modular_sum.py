@@ -15,7 +15,7 @@ so ``y_0 = 0`` (the empty sum). Every position is scored. Example: inputs ``[3, 
 Defaults (version 2): training length 8 and 1200 steps. At the seed study's length 32 no core encoding left chance
 with 400 steps, nor RoPE with 1200 steps and 4 layers. At 8, three seeds (2026-11-24, one thread): RoPE learns it in
 every seed, ALiBi and learned positions in two of three, NoPE in one and sinusoidal in none, with a seed-to-seed
-spread that makes one seed's ranking unreliable (docs/defaults.md, "What the defaults learn (measured)"). The seed
+spread that makes one seed's ranking unreliable (studies/task_defaults, "What the defaults learn (measured)"). The seed
 study's setting is ``--task-options modular_sum:train_length=32 --steps 400``.
 
 Chance level is ``1 / m`` (a predictor uniform over the ``m`` residues). The vocabulary is the ``n_tokens`` input

@@ -15,7 +15,7 @@ in distribution. In three single-threaded seeds at the defaults (2026-11-23) NoP
 two of three, RoPE, learned positions and sinusoidal in none. With two threads seed 0 gives RoPE and ALiBi the rule
 too: the thread count changes the float rounding of matrix products, and here that decides whether a seed finds the
 rule. At the papers' 1..40 no core encoding left chance with 600-2400 steps
-(docs/defaults.md, "What the defaults learn (measured)"). The papers' protocol is
+(studies/task_defaults, "What the defaults learn (measured)"). The papers' protocol is
 ``--task-options parity:train_max=40``.
 """
 

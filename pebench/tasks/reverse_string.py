@@ -28,7 +28,7 @@ Metric: per-token accuracy over the ``n`` output tokens; chance level 0.5.
 
 ``reverse_string`` defaults (version 2): training lengths 1..10 (``train_max=10``) and 1200 steps, so that the default
 model learns the task in distribution (every core encoding does); at the papers' 1..40 with the global 600 steps RoPE
-did not learn it (docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)"). The papers'
+did not learn it (studies/task_defaults, "The ten tasks of issue 15 (version 2 defaults)"). The papers'
 protocol is ``--task-options reverse_string:train_max=40 --steps 600``.
 """
 

@@ -20,7 +20,7 @@ over ``0 .. 4``; chance level 1/5.
 
 Defaults (version 2): training lengths 3..6 (``train_max=6``) and 2400 steps, so that the default model learns the task
 in distribution (every core encoding does); at the papers' 3..40 with the global 600 steps RoPE did not learn it
-(docs/defaults.md, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
+(studies/task_defaults, "The ten tasks of issue 15 (version 2 defaults)"). The papers' protocol is
 ``--task-options solve_equation:train_max=40 --steps 600``.
 """
 

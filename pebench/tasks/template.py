@@ -24,7 +24,7 @@ Chance level ``1 / (M + 1)`` (uniform over the numbers and ``END``).
 
 Defaults (version 2): 1200 steps at training length 32. With version 1's 600 steps every core encoding learned it
 only partly; with 1200 RoPE learns it and the other four still only partly
-(docs/defaults.md, "What the defaults learn (measured)"). Version 1's setting is
+(studies/task_defaults, "What the defaults learn (measured)"). Version 1's setting is
 ``--steps 600``; the notebook's own model and training are not reproduced (its 71 sequences are replaced, above).
 """
 

@@ -278,7 +278,7 @@ def parser() -> argparse.ArgumentParser:
                    help="train --encodings x --k seeds of each task to its budget and compare the verdicts with those "
                         "of the same models stopped when learned (--stop learned); one JSON per task in --out (a task "
                         "whose file is there and current is not measured again), then the table of every file there "
-                        "(docs/defaults.md); none: only the table")  # fmt: skip
+                        "(studies/stop_verdicts/README.md); none: only the table")  # fmt: skip
     p.add_argument("--encodings", metavar="E1,E2|all",
                    help="encodings to train (default: nope,sinusoidal,learned,rope,alibi)")  # fmt: skip
     p.add_argument("--k", type=int, default=3, metavar="K", help="seeds per model (default 3)")
