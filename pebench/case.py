@@ -78,12 +78,13 @@ def point_of(case_id: str) -> str:
         return ""
 
 
-def by_point(items: Iterable[T], case_id: Callable[[T], str]) -> dict[str, list[T]]:
-    """``items`` (results) per sweep point, to be shown apart: each point's own items plus those at no point (an
-    encoding or task no sweep applies to is the same model at every point); ``{"": items}`` without a sweep."""
+def by_point(items: Iterable[T], point: Callable[[T], str]) -> dict[str, list[T]]:
+    """``items`` (results) per sweep point (``point`` of an item: its point, "" at none), to be shown apart: each
+    point's own items plus those at no point (an encoding or task no sweep applies to is the same model at every
+    point); ``{"": items}`` without a sweep."""
     points: dict[str, list[T]] = {}
     for item in items:
-        points.setdefault(point_of(case_id(item)), []).append(item)
+        points.setdefault(point(item), []).append(item)
     unswept = points.pop("", [])
     if not points:
         return {"": unswept}

@@ -28,11 +28,11 @@ from pebench import metrics
 from pebench.analysis import lr
 from pebench.analysis.scoring import ok_scores
 from pebench.analysis.stats import Estimate, estimate
-from pebench.case import Case, point_of
+from pebench.case import Case
 from pebench.errors import PebenchError
 from pebench.metrics import Metric, Tolerances
 from pebench.store.database import open_db, resolve_run_id
-from pebench.store.load import load
+from pebench.store.load import load, point_column
 
 KEY = ("encoding", "task", "eval_length", "point")
 """A case of the comparison: the sweep point (``lr0.001``, ``layers4``; ``""`` for none) keeps each point apart."""
@@ -199,7 +199,7 @@ def compare_frames(base: pd.DataFrame, current: pd.DataFrame, tol: Tolerances, b
     if base.empty or current.empty:
         empty = base_run if base.empty else current_run
         raise CompareError(f"run {empty} has no results to compare")
-    base, current = (df.assign(point=df["case_id"].map(point_of)) for df in (base, current))
+    base, current = (df.assign(point=point_column(df)) for df in (base, current))
     b_groups = {k: g for k, g in base.groupby(list(KEY), sort=True)}
     c_groups = {k: g for k, g in current.groupby(list(KEY), sort=True)}
     out.only_in_base = [_case_name(k) for k in sorted(set(b_groups) - set(c_groups))]

@@ -33,8 +33,8 @@ from typing import Any
 import pandas as pd
 
 from pebench import metrics
-from pebench.case import point_of
 from pebench.errors import PebenchError
+from pebench.store.load import point_column
 
 GRID = (1e-3, 3e-3)
 """The rates of the default protocol and of ``--lr-sweep`` without a value. 1e-2 was left out: in the measurement of
@@ -128,7 +128,7 @@ def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
     ``lr_point``. A cell without validation keeps no row (its rates are all shown by ``--point``)."""
     if df.empty:
         return df.assign(lr_point=[])
-    df = df.assign(lr_point=df["case_id"].map(point_of))
+    df = df.assign(lr_point=point_column(df))
     keep = []
     for _, g in df.groupby(["encoding", "task", "train_length", "seed"], sort=False):
         if "metrics" in g:  # --lr-halving: the rate its short runs chose, the one trained to the full budget
@@ -182,22 +182,22 @@ def chosen_records(records: Sequence[Any], validation: Mapping[tuple[str, int], 
         groups.setdefault((r.encoding, r.task, r.train_length, r.seed), []).append(r)
     keep: list[Any] = []
     for recs in groups.values():
-        points = {point_of(r.case_id) for r in recs}
+        points = {r.point for r in recs}
         if not all(p.startswith("lr") for p in points) or len(points) < 2:
             keep += recs
             continue
-        marked = [point_of(r.case_id) for r in recs if (halving or {}).get((r.case_id, r.seed)) == "chosen"]
+        marked = [r.point for r in recs if (halving or {}).get((r.case_id, r.seed)) == "chosen"]
         if marked:
-            keep += [r for r in recs if point_of(r.case_id) == marked[0]]
+            keep += [r for r in recs if r.point == marked[0]]
             continue
         higher = metrics.of_result(recs[0].metric, bool(recs[0].higher_is_better)).higher_is_better
-        scored = [(validation[(r.case_id, r.seed)], point_of(r.case_id)) for r in recs
+        scored = [(validation[(r.case_id, r.seed)], r.point) for r in recs
                   if r.eval_length == r.train_length and (r.case_id, r.seed) in validation]  # fmt: skip
         if not scored:
             keep += recs
             continue
         best = best_point(scored, higher)
-        keep += [r for r in recs if point_of(r.case_id) == best]
+        keep += [r for r in recs if r.point == best]
     return keep
 
 

@@ -15,8 +15,8 @@ from scipy.stats import kendalltau
 
 from pebench.analysis import scoring
 from pebench.analysis.stats import t_interval
-from pebench.case import point_of
 from pebench.errors import PebenchError
+from pebench.store.load import at_point, point_column
 
 
 class PointError(PebenchError):
@@ -24,8 +24,8 @@ class PointError(PebenchError):
 
 
 def points(df: pd.DataFrame) -> list[str]:
-    """The sweep points of the results ``df`` (by their case ids), sorted; ``[]`` without a sweep."""
-    return sorted({p for p in df["case_id"].map(point_of) if p}) if not df.empty else []
+    """The sweep points of the results ``df``, sorted; ``[]`` without a sweep."""
+    return sorted({p for p in point_column(df) if p}) if not df.empty else []
 
 
 def one_point(df: pd.DataFrame, point: str | None) -> pd.DataFrame:
@@ -40,7 +40,7 @@ def one_point(df: pd.DataFrame, point: str | None) -> pd.DataFrame:
     if point not in found:
         raise PointError(f"--point {point!r} is not among the selected results' sweep points: "
                          f"{', '.join(found) or 'none'}")  # fmt: skip
-    return df[df["case_id"].map(point_of).isin({"", point})]
+    return at_point(df, point)
 
 
 @dataclass
@@ -83,7 +83,7 @@ def rankings(df: pd.DataFrame) -> list[TaskRankings]:
     seeds with a t interval (:func:`pebench.analysis.stats.t_interval`). Tasks at one point are left out."""
     if df.empty:
         return []
-    df = scoring.add_normalised(df).assign(point=df["case_id"].map(point_of))
+    df = scoring.add_normalised(df).assign(point=point_column(df))
     out = []
     for (task, train_length), g in df.groupby(["task", "train_length"], sort=True):
         order = g[g["point"] != ""].groupby("point")["id"].min().sort_values()

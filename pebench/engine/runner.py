@@ -309,6 +309,7 @@ class Runner:
         enc_fp, task_fp = encoding_fingerprint(case.encoding, config["encoding"]["options"]), task_fingerprint(task)
         return ResultRecord(
             case_id=case.id,
+            point=case.point,
             encoding=case.encoding,
             encoding_version=enc_cls.version,
             task=case.task,
@@ -353,7 +354,7 @@ class Runner:
             record.curve = info.curve
             if info.status != ResultStatus.OK:
                 record.status, record.message = info.status, info.message
-                record.metrics = {"stop_reason": info.stop_reason}
+                record.metrics = {"stop_reason": str(info.stop_reason)}  # its value, a plain string
             else:
                 self._evaluate_into(record, trained.model, info, case)
         except PebenchError:
@@ -384,7 +385,7 @@ class Runner:
         record.metrics = {"splits": splits}
         if grid is not None:  # the task's grid cells (addition's operand-length pairs with grid=true)
             record.metrics["grid"] = grid
-        record.metrics["stop_reason"] = info.stop_reason  # learned | plateau | budget | diverged
+        record.metrics["stop_reason"] = str(info.stop_reason)  # the value: learned | plateau | budget | diverged
         if info.packed_with > 1:
             record.metrics["packed_with"] = info.packed_with  # trained together with this many seeds
         if not math.isfinite(main["loss"]):

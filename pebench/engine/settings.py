@@ -325,6 +325,13 @@ def add_flags(add_option: Callable[..., Any], names: Sequence[str], deferred: bo
 _TYPE_NAMES = {int: "an integer", float: "a number"}
 
 
+def given_flags(values: Any, names: Sequence[str]) -> set[str]:
+    """The flags of ``names`` (destinations, added with ``deferred``) that the command gives, wherever (its arguments,
+    ``$PYTEST_ADDOPTS``, the ini file's ``addopts``): before :func:`check_values` a given value is still the text
+    typed, a default never is (defaults are of the flag's type)."""
+    return {dest for dest in names if isinstance(getattr(values, dest, None), str)}
+
+
 def check_values(values: Any, names: Sequence[str]) -> None:
     """Convert the flags ``names`` of the namespace ``values`` that were given as strings (added with
     ``deferred``) to their types, in place; a value that is not of its type or not one of its choices is a one-line

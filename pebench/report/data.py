@@ -14,7 +14,6 @@ from pebench.analysis import lr
 from pebench.analysis.ranking import REPLICATES, Ranking
 from pebench.analysis.reference import Joined, join, nothing_comparable_text, protocol_split, stale_text
 from pebench.analysis.sweeps import one_point, points, rankings
-from pebench.case import point_of
 from pebench.errors import PebenchError
 from pebench.report import attn, board, charts, header, overview, predicted, seeds, standing, svg, views
 from pebench.report.findings import findings_view
@@ -53,8 +52,7 @@ def select(df: pd.DataFrame, run_ids: list[int], run: int | str) -> tuple[pd.Dat
         if df.empty:
             return df, []
         key = ["encoding", "task", "train_length", "eval_length", "seed", "point"]  # the sweep point too
-        sel = df.assign(point=df["case_id"].map(point_of)).sort_values("id").drop_duplicates(key, keep="last")
-        sel = sel.drop(columns="point")
+        sel = df.assign(point=store_load.point_column(df)).sort_values("id").drop_duplicates(key, keep="last")
         return sel, sorted(int(r) for r in sel["run_id"].unique())
     return df[df["run_id"].isin(run_ids)], run_ids
 

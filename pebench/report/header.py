@@ -10,10 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from pebench.case import point_of
 from pebench.status import ResultStatus
 from pebench.store.database import safe_url
-from pebench.store.load import MODEL_KEY
+from pebench.store.load import MODEL_KEY, point_column
 
 MAX_FAILURES_SHOWN = 200
 
@@ -89,7 +88,7 @@ def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str,
         "n_tasks": int(sel.groupby(["task", "train_length"]).ngroups) if not sel.empty else 0,
         "n_seeds": int(sel["seed"].nunique()) if not sel.empty else 0,
         # per sweep point: the learning-rate protocol's cells differ in rate (and hash) by design
-        "n_configs": int(sel.assign(point=sel["case_id"].map(point_of)).groupby(["encoding", "task", "point"])[
+        "n_configs": int(sel.assign(point=point_column(sel)).groupby(["encoding", "task", "point"])[
             "config_hash"].nunique().max()) if not sel.empty else 0,  # fmt: skip
     }
 

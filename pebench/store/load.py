@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from pebench.case import point_of
 from pebench.store.database import open_db
 from pebench.store.lifecycle import effective_status, resolve_run_id, run_counts
 from pebench.store.schema import CurvePoint, Result, Run
@@ -58,10 +59,25 @@ def load(db_url: str, run: int | str | None = None, encodings: Sequence[str] | N
     return pd.DataFrame(rows, columns=columns)
 
 
-LIGHT_COLUMNS = ("id", "run_id", "case_id", "encoding", "task", "train_length", "eval_length", "seed", "config_hash",
-                 "status", "message", "metric", "higher_is_better", "score", "chance_level", "train_steps",
-                 "train_time_s", "model_reused", "code_version", "encoding_fingerprint",
+LIGHT_COLUMNS = ("id", "run_id", "case_id", "point", "encoding", "task", "train_length", "eval_length", "seed",
+                 "config_hash", "status", "message", "metric", "higher_is_better", "score", "chance_level",
+                 "train_steps", "train_time_s", "model_reused", "code_version", "encoding_fingerprint",
                  "task_fingerprint")  # fmt: skip
+
+
+def point_column(df: pd.DataFrame) -> pd.Series:
+    """The sweep point of each result of ``df`` (its ``point`` column, :attr:`pebench.case.Case.point`; "" at none):
+    the one way every reader gets a result's point. A frame built without that column (by hand, from records of an
+    older format) has it read from its case ids by :func:`pebench.case.point_of`."""
+    if "point" in df.columns:
+        return df["point"].fillna("").astype(str)
+    return df["case_id"].map(point_of) if "case_id" in df.columns else pd.Series("", index=df.index, dtype=str)
+
+
+def at_point(df: pd.DataFrame, point: str) -> pd.DataFrame:
+    """The results of ``df`` at sweep point ``point`` and those at no point (an encoding or task the sweep does not
+    apply to is the same model at every point)."""
+    return df[point_column(df).isin({"", point})]
 
 
 def load_light(engine: Engine) -> pd.DataFrame:

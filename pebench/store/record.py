@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pebench.case import point_of
 from pebench.status import ResultStatus
 from pebench.store.schema import RESULT_FIELDS
 
@@ -55,10 +56,17 @@ class ResultRecord:
     model_reused: bool = False
     reused_from: int | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    point: str = ""
+    """The sweep point (:attr:`pebench.case.Case.point`, its own column): "" at none; a record given without it (by
+    hand, through :func:`pebench.store.database.add_result`) takes its case id's."""
     curve: list[dict[str, Any]] = field(default_factory=list)
     fingerprints: list[dict[str, Any]] = field(default_factory=list)
     """The ``fingerprints`` rows ``encoding_fingerprint`` and ``task_fingerprint`` name (digest, kind, name, options,
     values, machine), stored with the result unless the database has them already; not a column."""
+
+    def __post_init__(self) -> None:
+        if not self.point:
+            self.point = point_of(self.case_id)
 
     @classmethod
     def coerce(cls, record: ResultRecord | Mapping[str, Any]) -> ResultRecord:

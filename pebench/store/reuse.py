@@ -81,6 +81,7 @@ class ReuseLookup:
         origin = old.reused_from or old.id
         copied.update(
             case_id=record.case_id,
+            point=record.point,
             model_reused=True,
             reused_from=origin,
             message=f"reused result {origin}",

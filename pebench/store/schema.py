@@ -35,7 +35,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from pebench.status import RunStatus
 
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 """The Alembic revision of the tables below (``pebench/store/migrations/versions``)."""
 SCHEMA_VERSION = int(HEAD_REVISION)
 """Stored with each run (``runs.schema_version``): the schema revision the run was written with."""
@@ -122,6 +122,7 @@ class Result(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
     case_id: Mapped[str] = mapped_column(String(255))
+    point: Mapped[str] = mapped_column(String(255), default="")  # the sweep point (pebench.case.Case.point); "": none
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     encoding: Mapped[str] = mapped_column(String(64), index=True)
     encoding_version: Mapped[str] = mapped_column(String(16))

@@ -37,7 +37,7 @@ from pebench.analysis.lite import lite_tasks
 from pebench.case import Case
 from pebench.engine.device import pick_device
 from pebench.engine.runner import Runner
-from pebench.engine.settings import FLAGS, Settings, add_flags, check_values, dests, tolerances
+from pebench.engine.settings import FLAGS, Settings, add_flags, check_values, dests, given_flags, tolerances
 from pebench.engine.sweep import Sweep
 from pebench.errors import PebenchError
 from pebench.options import parse_assignments
@@ -48,7 +48,7 @@ from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 from pebench.suite.database import baseline, is_worker, leave_no_benchmark_storage, open_database
 from pebench.suite.preflight import collected_lengths, preflight, report_options
 from pebench.suite.sharding import parse_shard
-from pebench.suite.state import ONE_RATE_BECAUSE, STATE, SuiteState
+from pebench.suite.state import GIVEN_FLAGS, ONE_RATE_BECAUSE, STATE, SuiteState
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
 
 __all__ = [
@@ -164,9 +164,7 @@ def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
 
 def _one_rate_because(config: pytest.Config, plan: SeedPlan) -> str | None:
     """What in this command asks for one learning rate instead of the default protocol (None: nothing)."""
-    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(),
-             *(config.getini("addopts") or [])]  # fmt: skip
-    if any(a == "--lr" or a.startswith("--lr=") for a in given):
+    if "lr" in config.stash[GIVEN_FLAGS]:
         return f"--lr {config.getoption('lr'):g}"
     if config.getoption("sweep"):
         return "--sweep"
@@ -216,6 +214,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if shows_text:
         return
     try:  # values converted first (one line for a bad one), then plugins: their names are valid below
+        config.stash[GIVEN_FLAGS] = given_flags(config.option, dests("suite"))
         check_values(config.option, [*dests("suite"), *dests("regression")])
         plugins.load_session(config.getini(INI_OPTION), config.inipath.parent if config.inipath else config.rootpath,
                              config.getoption("pebench_plugins"), config.invocation_params.dir)  # fmt: skip

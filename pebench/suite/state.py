@@ -46,3 +46,6 @@ class SuiteState:
 STATE = pytest.StashKey[SuiteState]()
 ONE_RATE_BECAUSE = pytest.StashKey["str | None"]()
 """What made a suite run use one learning rate without ``--lr-sweep off`` (said in its closing summary)."""
+GIVEN_FLAGS = pytest.StashKey["set[str]"]()
+"""The suite's flags the command gives (:func:`pebench.engine.settings.given_flags`), read before their values are
+converted."""

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from pebench import metrics
 from pebench.analysis import noise, reach, scoring
-from pebench.case import by_point, point_of
+from pebench.case import by_point
 from pebench.status import ResultStatus
 from pebench.store.record import ResultRecord
 
@@ -48,7 +48,7 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
         by_task = {(task, train_length, ""): recs for (task, train_length), recs in per_task.items()}
     else:
         by_task = {(task, train_length, point): recs for (task, train_length), all_recs in per_task.items()
-                   for point, recs in by_point(all_recs, lambda r: r.case_id).items()}  # fmt: skip
+                   for point, recs in by_point(all_recs, lambda r: r.point).items()}  # fmt: skip
     lines: list[str] = []
     for (task, train_length, point), recs in sorted(by_task.items()):
         m = metrics.of_result(recs[0].metric, recs[0].higher_is_better)
@@ -77,7 +77,7 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
         lines.append(f"{task} (train length {train_length}{at}): {m.unit}, {direction} is better{chance_text}")
         if lr_rates is not None:
             chosen = defaultdict(list)
-            for r in sorted({(r.encoding, r.seed, point_of(r.case_id)) for r in recs}):
+            for r in sorted({(r.encoding, r.seed, r.point) for r in recs}):
                 chosen[r[0]].append(r[2].removeprefix("lr") or "-")
             lines.append(f"  each at its best rate of {lr_rates} (per seed): "
                          + ", ".join(f"{e} {' '.join(v)}" for e, v in sorted(chosen.items())))

@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from pebench.analysis import lr
 from pebench.analysis.baseline import Regression
-from pebench.case import Case, point_of
+from pebench.case import Case
 from pebench.engine.device import pick_device
 from pebench.engine.settings import dests
 from pebench.errors import PebenchError
@@ -176,7 +176,7 @@ class ResultWriter:
             return
         from pebench.report.page import render_report
 
-        points = sorted({p for p in (point_of(r.case_id) for r in self.records) if p})
+        points = sorted({r.point for r in self.records if r.point})
         if self.config.getoption("lr_sweep") is not None:
             points = []  # one page: each cell at its chosen rate (pebench.analysis.lr)
         pages = [(path, None)] if len(points) <= 1 else \

@@ -174,3 +174,20 @@ def test_concurrent_first_opens_of_one_new_database(db_url):
     with engine.connect() as conn:
         assert conn.execute(text("select count(*) from alembic_version")).scalar_one() == 1
     engine.dispose()
+
+
+def test_the_point_column_is_filled_from_the_case_ids_of_the_rows_already_stored(db_url):
+    """Revision 0006 adds ``results.point`` and fills it for every stored row from its case id (the text after the
+    length: ``lr0.001``, ``layers4-lr0.01``; none for a case at no point), on SQLite and PostgreSQL."""
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        command.upgrade(migrate._alembic_config(conn), "0005")
+        conn.exec_driver_sql(RUN_0001)
+        for case_id in ("rope-k_back-L64", "rope-k_back-L128-lr0.001", "alibi-k_back-L64-layers4-lr0.01"):
+            conn.exec_driver_sql(RESULT_0001.replace("'rope-k_back-L64'", f"'{case_id}'"))
+    engine.dispose()
+    assert cli_main(["db", "upgrade", "--db", db_url]) == 0
+    stored = dict(zip(*(load(db_url)[c] for c in ("case_id", "point")), strict=True))
+    assert stored == {"rope-k_back-L64": "", "rope-k_back-L128-lr0.001": "lr0.001",
+                      "alibi-k_back-L64-layers4-lr0.01": "layers4-lr0.01"}  # fmt: skip
+    assert _schema_diffs(db_url) == [HEAD_REVISION, []]

@@ -73,7 +73,7 @@ def test_an_lr_sweep_run_is_one_page_at_the_chosen_rates(run_suite, tiny, tmp_pa
     assert main(["compare", "1", "2", "--db", url]) == 2
 
 
-def test_the_default_protocol_is_each_cell_at_the_better_of_two_rates(run_suite, tiny, tmp_path):
+def test_the_default_protocol_is_each_cell_at_the_better_of_two_rates(run_suite, tiny, tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     common = ("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4", "--no-cache",
               "--db", url)  # fmt: skip
@@ -98,6 +98,10 @@ def test_the_default_protocol_is_each_cell_at_the_better_of_two_rates(run_suite,
         assert proc.returncode == 0 and why in proc.stdout, proc.output
         run = load(url, "latest")
         assert run["run_options"].iloc[0]["lr_sweep"] is None and not run["case_id"].str.contains("-lr").any()
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--lr=0.02")  # --lr however given is read from pytest's options
+    proc = run_suite(*common, "--reuse", lr_protocol=True)
+    assert proc.returncode == 0 and "(--lr 0.02 runs one rate)" in proc.stdout, proc.output
+    monkeypatch.delenv("PYTEST_ADDOPTS")
     assert main(["compare", "1", "latest", "--db", url]) == 2  # never ranked together
     # the findings and the page of the default run take each cell at its chosen rate; all runs together mix both
     # protocols, which is one line of error
@@ -144,7 +148,7 @@ def test_the_summary_takes_each_cell_at_its_chosen_rate():
     from types import SimpleNamespace as R
 
     recs = [R(encoding="rope", task="k_back", train_length=64, eval_length=L, seed=s, case_id=f"rope-k_back-L{L}-{p}",
-              metric="accuracy", higher_is_better=True) for p in ("lr0.001", "lr0.003") for L in (64, 256)
+              point=p, metric="accuracy", higher_is_better=True) for p in ("lr0.001", "lr0.003") for L in (64, 256)
             for s in (0, 1)]  # fmt: skip
     # seed 0 validates better at 3e-3, seed 1 at 1e-3; an OOD record's validation is never read
     val = {("rope-k_back-L64-lr0.001", 0): 0.5, ("rope-k_back-L64-lr0.003", 0): 0.9,

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pebench.analysis.sweeps import PointError, one_point
-from pebench.case import Case, by_point
+from pebench.case import Case, by_point, point_of
 from pebench.engine.runner import Runner
 from pebench.engine.settings import Settings
 from pebench.engine.sweep import Sweep
@@ -66,9 +66,9 @@ def test_each_point_is_its_own_configuration():
 
 def test_results_of_points_are_shown_apart():
     ids = ["rope-k_back-L64-base100", "rope-k_back-L64-base500", "alibi-k_back-L64"]
-    assert by_point(ids, str) == {"base100": ["alibi-k_back-L64", "rope-k_back-L64-base100"],
+    assert by_point(ids, point_of) == {"base100": ["alibi-k_back-L64", "rope-k_back-L64-base100"],
                                   "base500": ["alibi-k_back-L64", "rope-k_back-L64-base500"]}  # fmt: skip
-    assert by_point(["alibi-k_back-L64"], str) == {"": ["alibi-k_back-L64"]}
+    assert by_point(["alibi-k_back-L64"], point_of) == {"": ["alibi-k_back-L64"]}
 
 
 def test_a_two_value_sweep_trains_two_models_and_reuses_each(run_suite, tiny, tmp_path):
@@ -82,6 +82,7 @@ def test_a_two_value_sweep_trains_two_models_and_reuses_each(run_suite, tiny, tm
     assert sorted(df["case_id"]) == ["alibi-k_back-L64-layers1", "alibi-k_back-L64-layers2", "rope-k_back-L64-layers1",
                                      "rope-k_back-L64-layers2"]  # fmt: skip
     assert df["config_hash"].nunique() == 4
+    assert sorted(df["point"]) == ["layers1", "layers1", "layers2", "layers2"]  # the point in its own column
     assert sorted(c["model"]["n_layers"] for c in df["config"]) == [1, 1, 2, 2]
     assert "k_back (train length 64, at layers1)" in first.stdout and "at layers2" in first.stdout
     for point in ("layers1", "layers2"):  # one page per point, each with the rankings across the sweep

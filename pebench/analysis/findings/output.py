@@ -23,10 +23,9 @@ from pebench.analysis.findings.evaluate import (
 from pebench.analysis.findings.evaluate import evaluate_all as _evaluate_all
 from pebench.analysis.findings.published import FINDINGS
 from pebench.analysis.sweeps import one_point
-from pebench.case import point_of
 from pebench.errors import PebenchError
 from pebench.store.database import safe_url
-from pebench.store.load import load
+from pebench.store.load import load, point_column
 
 RUN_CHOICES = "a run id, latest, previous or all"
 CASE_KEY = ["encoding", "task", "train_length", "eval_length", "seed"]
@@ -54,7 +53,7 @@ def latest_of_each_case(df: pd.DataFrame) -> pd.DataFrame:
     """The latest result of every (encoding, task, train length, eval length, seed, sweep point) across runs."""
     if df.empty:
         return df
-    latest = df.assign(point=df["case_id"].map(point_of)).sort_values("id")
+    latest = df.assign(point=point_column(df)).sort_values("id")
     return latest.drop_duplicates([*CASE_KEY, "point"], keep="last").drop(columns="point")
 
 
