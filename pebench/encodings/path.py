@@ -38,7 +38,7 @@ queries and keys, tril / stril the lower / strictly lower parts, and G = Q Wᵀ,
     keys to the chunk's end      K̃ = K - Eᵀ A W               (row j: H_{a+C-1} ⋯ H_{j+1} k_j),
     the chunk's product          Pᵀ = I - Wᵀ Aᵀ W,
 
-the A-products by two triangular solves with the unit triangular I + D striu(W Wᵀ) (never its inverse). Then, as
+the A-products through the inverse of the unit triangular I + D striu(W Wᵀ) (one triangular solve). Then, as
 before, the queries of the later chunks are carried back chunk by chunk (Q̃ Pᵀ) and scored against each earlier
 chunk's K̃: s_ij = q̃_iᵀ P_{b-1}ᵀ ⋯ P_{b'+1}ᵀ k̃_j for i in chunk b and j in chunk b' < b. Everything is a batched
 matrix product or triangular solve over (batch, head, chunk), with n - 1 sequential steps between the chunks, where
@@ -56,9 +56,14 @@ two at least √(2T) (16 up to 128 tokens, 32 up to 512, 64 up to 2048; one chun
 which halves the sequential steps between chunks, and split T into that many chunks as equally as possible, so a
 length past a power of two pads no almost-empty chunk: within 20% of the least FLOPs from 17 to 1024 tokens.
 
-The scores come through :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores` (``custom_scores``),
-a ``(B, H, T, T)`` tensor the model scales, masks and feeds to its blocked attention on every device. Index positions
-are not read, so shifting them changes nothing.
+The chunk's triangular system I + D striu(W Wᵀ) is inverted once (one triangular solve against the identity) and
+applied by matrix products: batched LAPACK solves of small systems cost more per right-hand column than the products.
+
+The attention runs through PaTH's own kernel (:func:`path_attention`, ``kernel = "path"``): the scores by chunks of
+query rows (:func:`path_score_rows`), each chunk scaled, causally masked, softmax and times the values, so no
+``(B, H, T, T)`` tensor is built on any device. :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores`
+(``custom_scores``) still gives the whole scores, for the inspected attention maps and the tests. Index positions are
+not read, so shifting them changes nothing.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ from torch import Tensor, nn
 from pebench.encodings.base import EncodingContext, PositionalEncoding
 from pebench.encodings.precision import upcast
 from pebench.encodings.registry import register
+from pebench.models.attention import causal_additive
+from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, register_kernel
 from pebench.options import Option
 
 
@@ -91,20 +98,23 @@ def _chunks(q: Tensor, k: Tensor, w: Tensor, beta: Tensor) -> tuple[Tensor, Tens
     (qw, qk), (ww, e) = (half.split(c, -1) for half in gram.split(c, -2))
     e = e.tril(-1)
     # I + D striu(W Wᵀ), unit upper triangular; the solves in float32 at least (none in bfloat16 under autocast)
-    m = upcast(torch.eye(c, dtype=q.dtype, device=q.device) + beta * ww.triu(1))
-    solve = torch.linalg.solve_triangular
-    at = beta * solve(m.mT, upcast(torch.cat([e, w], -1)), upper=False, unitriangular=True)  # Aᵀ [E | W]
+    eye = torch.eye(c, dtype=q.dtype, device=q.device)
+    m = upcast(eye + beta * ww.triu(1))
+    # its inverse by one triangular solve (c right-hand columns; batched LAPACK solves of small matrices cost more
+    # per column than the products that then apply it: docs/speed.md, "PaTH")
+    inv = torch.linalg.solve_triangular(m, upcast(eye).expand_as(m), upper=True, unitriangular=True)
+    at = beta * (inv.mT @ upcast(torch.cat([e, w], -1)))  # Aᵀ [E | W]
     z_e, z_w = (qw.tril() @ at).split([c, d], -1)
-    aw = solve(m, beta * w, upper=True, unitriangular=True)  # A W
+    aw = inv @ (beta * w)  # A W
     product_t = torch.eye(d, dtype=q.dtype, device=q.device) - w.mT @ at.split([c, d], -1)[1]
     return qk - z_e, q - z_w, k - e.mT @ aw, product_t
 
 
-def path_scores(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None = None) -> Tensor:
-    """``s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j`` with ``H_t = I - β_t w_t w_tᵀ`` for queries, keys and directions ``(..., T,
-    d)`` and ``β`` ``(..., T)``: ``(..., T, T)`` in float32 (float64 kept; under autocast, its matrix products'
-    dtype); entries j > i hold finite values of no meaning. By chunks of ``block`` tokens (default
-    :func:`block_size`)."""
+def _scores_by_chunk(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None
+                     ) -> tuple[int, list[Tensor], list[Tensor | None]]:  # fmt: skip
+    """The chunk size ``c`` and the scores of :func:`path_scores` by chunk: per chunk b its scores within it
+    ``(..., c, c)`` and the strip of the later chunks' queries against its keys ``(..., (n - 1 - b) c, c)`` (None for
+    the last chunk), on the padded length n·c."""
     t = q.shape[-2]
     c = block or block_size(t)
     nb = -(-t // c)
@@ -119,11 +129,58 @@ def path_scores(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None
         strips[b - 1] = carried @ keys[b - 1].mT
         if b > 1:
             carried = torch.cat([back[b - 1], carried @ product_t[b - 1]], -2)
+    return c, list(inside), strips
+
+
+def path_scores(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None = None) -> Tensor:
+    """``s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j`` with ``H_t = I - β_t w_t w_tᵀ`` for queries, keys and directions ``(..., T,
+    d)`` and ``β`` ``(..., T)``: ``(..., T, T)`` in float32 (float64 kept; under autocast, its matrix products'
+    dtype); entries j > i hold finite values of no meaning. By chunks of ``block`` tokens (default
+    :func:`block_size`)."""
+    t = q.shape[-2]
+    c, inside, strips = _scores_by_chunk(q, k, w, beta, block)
     columns = []
-    for b in range(nb):
-        col = inside[b] if strips[b] is None else torch.cat([inside[b], strips[b]], -2)
+    for b, (ins, strip) in enumerate(zip(inside, strips, strict=True)):
+        col = ins if strip is None else torch.cat([ins, strip], -2)
         columns.append(F.pad(col, (0, 0, b * c, 0)))  # rows before the chunk: keys after their query, masked
     return torch.cat(columns, -1)[..., :t, :t]
+
+
+def path_score_rows(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | None = None) -> list[Tensor]:
+    """The scores of :func:`path_scores` by chunks of query rows, for an attention that never builds the whole
+    ``(..., T, T)``: chunk b's queries (rows b·c .. b·c + c - 1) against the keys up to the end of their chunk,
+    ``(..., c, (b + 1) c)``, cut to the T real rows and keys (the same values as those entries of
+    :func:`path_scores`)."""
+    t = q.shape[-2]
+    c, inside, strips = _scores_by_chunk(q, k, w, beta, block)
+    pieces = [() if s is None else s.split(c, -2) for s in strips]  # strip j: the rows of chunks j + 1, j + 2, ..
+    rows = []
+    for b, ins in enumerate(inside):
+        parts = [pieces[j][b - j - 1] for j in range(b)] + [ins]
+        row = parts[0] if len(parts) == 1 else torch.cat(parts, -1)
+        rows.append(row[..., : t - b * c, :t] if (b + 1) * c > t else row)
+    return rows
+
+
+@register_kernel("path")
+def path_attention(call: AttentionCall) -> Tensor:
+    """PaTH's attention by chunks of query rows: each chunk's scores (:func:`path_score_rows`) scaled, causally masked,
+    softmax, times the values, so neither the ``(B, H, T, T)`` scores nor a gradient of their size is built. An
+    encoding adding a bias or weights of its own to PaTH's scores takes the ``custom`` kernel."""
+    if call.mask() is not None or call.weights() is not None:
+        return ATTENTION_KERNELS["custom"](call)
+    q, k, v, t = call.q, call.k, call.v, call.q.shape[-2]
+    w, beta = call.pe.transforms(call.x, call.layer)
+    causal = causal_additive(t, q.device, torch.float32)
+    outs, start = [], 0
+    for scores in path_score_rows(q, k, w, beta):
+        stop = start + scores.shape[-2]
+        probs = (scores.float() * call.scale + causal[..., start:stop, : scores.shape[-1]]).softmax(-1).to(v.dtype)
+        if call.dropout:
+            probs = F.dropout(probs, call.dropout)
+        outs.append(probs @ v[..., : scores.shape[-1], :])
+        start = stop
+    return outs[0] if len(outs) == 1 else torch.cat(outs, -2)
 
 
 @register
@@ -132,6 +189,7 @@ class PaTH(PositionalEncoding):
     family = "content"
     position_indexed = False
     custom_scores = True
+    kernel = "path"
     description = ("PaTH attention: scores q_iᵀ H_i⋯H_{j+1} k_j through data-dependent Householder-like "
                    "H_t = I - β_t w_t w_tᵀ, no positions")  # fmt: skip
     paper = "Yang et al. 2025, arXiv:2505.16381"

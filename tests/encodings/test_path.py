@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from pebench import encodings
 from pebench.encodings import EncodingContext
-from pebench.encodings.path import block_size, path_scores
+from pebench.encodings.path import block_size, path_score_rows, path_scores
 from pebench.encodings.precision import upcast
 from pebench.errors import OptionError
 from pebench.models.transformer import ModelConfig, Transformer
@@ -271,13 +271,13 @@ def test_the_model_uses_the_scores_in_every_layer_on_every_route_and_ignores_pos
                         encodings.build("path", CTX))  # fmt: skip
     tokens = torch.randint(0, VOCAB, (2, 70), generator=torch.Generator().manual_seed(6))  # two query blocks
     asked = []
-    original = model.encoding.attention_scores
+    original = model.encoding.transforms  # read by PaTH's kernel in every layer (its directions and β)
 
-    def spy(q: torch.Tensor, k: torch.Tensor, x: torch.Tensor, positions: torch.Tensor, layer: int) -> torch.Tensor:
+    def spy(x: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         asked.append(layer)
-        return original(q, k, x, positions, layer)
+        return original(x, layer)
 
-    model.encoding.attention_scores = spy  # type: ignore[method-assign]
+    model.encoding.transforms = spy  # type: ignore[method-assign]
     trained = model.train()(tokens)
     with torch.no_grad():
         evaluated = model.eval()(tokens)
@@ -294,3 +294,34 @@ def test_the_model_uses_the_scores_in_every_layer_on_every_route_and_ignores_pos
         want = naive_scores(q[b, head].detach(), k[b, head].detach(), w[b, head].detach(), beta[b, head].detach())
         want = (want * (D // HEADS) ** -0.5).masked_fill(~torch.ones(70, 70, dtype=torch.bool).tril(), -math.inf)
         torch.testing.assert_close(maps[b, head].double(), want.softmax(-1), atol=1e-5, rtol=1e-4)
+
+
+def test_the_scores_by_rows_are_those_of_the_whole_scores_and_the_kernel_attends_as_the_blocked_attention():
+    """PaTH's kernel (pebench/encodings/path.py) reads its scores by chunks of query rows: each chunk holds exactly
+    the entries of :func:`path_scores` for its rows and every key up to its chunk's end (so every key a row can see),
+    and the layer's output equals that of the model's blocked attention on the whole scores (the ``custom`` kernel),
+    forward and backward, in training and evaluation."""
+    g = torch.Generator().manual_seed(3)
+    for t in (5, 16, 70, 129):
+        q, k, w = (torch.randn(2, 3, t, 8, generator=g, dtype=torch.float64) for _ in range(3))
+        beta = 2 * torch.rand(2, 3, t, generator=g, dtype=torch.float64)
+        w = F.normalize(w, dim=-1)
+        whole, rows, start = path_scores(q, k, w, beta), path_score_rows(q, k, w, beta), 0
+        for row in rows:
+            stop = start + row.shape[-2]
+            assert stop <= row.shape[-1] <= t and torch.equal(row, whole[..., start:stop, : row.shape[-1]])
+            start = stop
+        assert start == t
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS),
+                        encodings.build("path", CTX))  # fmt: skip
+    tokens = torch.randint(0, VOCAB, (2, 70), generator=g)
+    outputs = {}
+    for kernel in ("path", "custom"):
+        model.encoding.kernel = kernel  # type: ignore[misc]
+        model.zero_grad()
+        out = model.train()(tokens)
+        out.square().mean().backward()
+        with torch.no_grad():
+            outputs[kernel] = (out.detach(), model.eval()(tokens), [p.grad.clone() for p in model.parameters()])
+    torch.testing.assert_close(outputs["path"], outputs["custom"], atol=1e-6, rtol=1e-5)

@@ -154,7 +154,7 @@ def test_capabilities_and_task_determinism_fail_by_name():
         (cap,) = [p for p in check_encoding(cls, speed=False).properties if p.name == "capabilities"]
         assert cap.status == FAIL and cap.measured == "11/12" and cap.detail == f"inconsistent: {rule}"
     (line,) = [x for x in check_encoding(UnknownKernel, speed=False).lines() if x.startswith("  FAIL")]
-    assert "names the attention kernel 'no_such_kernel'; registered: custom, fused, rows" in line
+    assert "names the attention kernel 'no_such_kernel'; registered: custom, fused, path, rows" in line
     assert report.source == f"module {__name__}"
     report = check_task(GlobalRandomTask)
     assert report.failed == ["determinism"], "\n".join(report.lines())
