@@ -85,12 +85,39 @@ def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str,
         "train_time": _fmt_duration(float(trained["train_time_s"].fillna(0).sum()) if len(trained) else 0.0),
         "all_train_time": _fmt_duration(float(models["train_time_s"].fillna(0).sum()) if len(models) else 0.0),
         "n_encodings": int(sel["encoding"].nunique()) if not sel.empty else 0,
+        "not_shown": not_shown(sel, runs),
         "n_tasks": int(sel.groupby(["task", "train_length"]).ngroups) if not sel.empty else 0,
         "n_seeds": int(sel["seed"].nunique()) if not sel.empty else 0,
         # per sweep point: the learning-rate protocol's cells differ in rate (and hash) by design
         "n_configs": int(sel.assign(point=point_column(sel)).groupby(["encoding", "task", "point"])[
             "config_hash"].nunique().max()) if not sel.empty else 0,  # fmt: skip
     }
+
+
+def not_shown(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line each for the encodings the shown runs asked for (their ``--encoding``, ``all`` read as every
+    registered one) that have no result on the page, saying why: that it applies to none of the tasks shown
+    (:func:`pebench.encodings.not_applicable`'s reason for the first of them), else that no case of it is shown
+    (deselected, or not run). Encodings this pebench does not know (another environment's plugins) are left out."""
+    from pebench import encodings, tasks
+
+    asked: list[str] = []
+    for r in runs:
+        given = str((r.get("options") or {}).get("encoding") or "")
+        names = encodings.available() if given.strip() == "all" else [n.strip() for n in given.split(",")]
+        asked += [n for n in names if n and n not in asked and n in encodings.available()]
+    shown = set(sel["encoding"]) if not sel.empty else set()
+    task_names = [t for t in dict.fromkeys(sel["task"]) if t in tasks.available()] if not sel.empty else []
+    out = []
+    for name in asked:
+        if name in shown:
+            continue
+        reasons = [encodings.not_applicable(name, tasks.get(t)) for t in task_names]
+        if task_names and all(reasons):
+            out.append(f"{reasons[0]}{' (nor any other task shown)' if len(reasons) > 1 else ''}")
+        else:
+            out.append(f"{name}: no case of it shown")
+    return out
 
 
 def _fmt_time(value: Any) -> str:

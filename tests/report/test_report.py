@@ -264,3 +264,21 @@ def test_suite_report_option(run_suite, tiny, tmp_path):
     assert "rope" in html and "k_back" in html and "#1 (finished)" in html
     bad = run_suite("--report", str(tmp_path / "nodir" / "lb.html"), "--db", url)
     assert bad.returncode != 0 and "--report" in bad.stderr and "existing directory" in bad.stderr
+
+
+def test_the_header_names_the_encodings_asked_for_that_the_page_does_not_show(tmp_path):
+    """A run asked for rope, coupling and alibi on k_back; coupling applies to no task run (it needs coupled
+    positions) and alibi's cases were deselected: the header says so beside the count of encodings shown."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    engine = db.open_db(url)
+    run_id = db.start_run(engine, {**RUN, "options": {"encoding": "rope,coupling,alibi", "task": "k_back"}})
+    db.add_result(engine, run_id, record("rope", "k_back", 64, 0, 0.9))
+    db.finish_run(engine, run_id, "finished")
+    engine.dispose()
+    header = build_context(url, "latest")["header"]
+    assert header["n_encodings"] == 1
+    assert header["not_shown"] == ["coupling needs coupled_position annotations, which task k_back does not provide",
+                                   "alibi: no case of it shown"]  # fmt: skip
+    render_report(url, tmp_path / "page.html", run="latest")
+    text = (tmp_path / "page.html").read_text()
+    assert "asked for, not shown" in text and "alibi: no case of it shown" in text
