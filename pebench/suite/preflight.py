@@ -13,9 +13,10 @@ as a traceback in every case, fails at once in one line (pytest's usage error, e
   length, at the run's settings (:func:`pebench.testing.shapes.check_hook_shapes`), naming the plugin file, the hook
   and the expected shape.
 
-It also holds the checks of ``--report``'s companions (:func:`report_options`). pytest-benchmark opens
-``--benchmark-json`` itself while pytest parses the command line, before any of this: under ``pebench run`` a file it
-cannot open is one line all the same (:func:`pebench.suite.plugin._one_line_errors`).
+It also holds the checks of ``--report``'s companions (:func:`report_options`). ``--benchmark-json``: pytest-benchmark
+up to 5.2 opens the file itself while pytest parses the command line, before any of this (under ``pebench run`` a file
+it cannot open is one line all the same, :func:`pebench.suite.plugin._one_line_errors`); from 5.3 it keeps the path
+and writes the file at the end, so the preflight checks it as ``--report``'s.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def preflight(config: pytest.Config, state: SuiteState) -> None:
     report = config.getoption("report")
     if report is not None:
         check_file(report, "--report")
+    bench_json = getattr(config.option, "benchmark_json", None)
+    if bench_json is not None and not hasattr(bench_json, "write"):  # a path (pytest-benchmark 5.3 on), not a file
+        check_file(str(bench_json), "--benchmark-json")
     if state.reference is not None:
         _check_reference(config, state)
     _check_outside_encodings(state)
@@ -95,7 +99,7 @@ def _planned(config: pytest.Config, state: SuiteState, point: str | None) -> pd.
             if state.runner.not_applicable(enc, name) is not None:
                 continue
             for p in state.runner.sweep.points(enc, name)[:1] if point is None else [point]:
-                task = state.runner.at(p).task(name)
+                task = state.runner.task(name, p)
                 described = state.runner.describe(Case(enc, name, task.train_length, point=p))
                 rows += [{"encoding": enc, "task": name, "train_length": task.train_length, "eval_length": length,
                           "config": described} for length in collected_lengths(config, task)]  # fmt: skip
@@ -131,10 +135,9 @@ def _check_outside_encodings(state: SuiteState) -> None:
         if source == BUILT_IN or name is None:
             continue
         point = state.runner.sweep.points(enc, name)[0]
-        runner = state.runner.at(point)
-        task = runner.task(name)
+        task = state.runner.task(name, point)
         try:
-            model = runner.build_model(Case(enc, name, task.train_length, point=point))
+            model = state.runner.build_model(Case(enc, name, task.train_length, point=point))
             batch = task.sample(PROBE_BATCH, task.train_length, torch.Generator().manual_seed(0), "train")
             check_hook_shapes(model, batch, source)
         except PebenchError:

@@ -113,4 +113,4 @@ def test_the_readme_says_what_the_database_stores_as_a_case_id():
     assert (case.id, case.test_id(seeded=True)) == ("rope-k_back-L64-layers4", "rope-k_back-L64-layers4-s1")
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert ("The database stores the id without the seed (`case_id`: `rope-k_back-L64`, `rope-k_back-L64-layers4`) "
-            "and the seed in a column of its own (`seed`)") in readme  # fmt: skip
+            "and the seed and the sweep point in columns of their own (`seed`; `point`") in readme  # fmt: skip
