@@ -11,7 +11,7 @@ groups :data:`ENTRY_POINT_GROUPS` (``pebench.encodings``, ``pebench.tasks``): an
 Each registration remembers its source (:meth:`pebench.registry.Registry.source`): ``plugin /abs/my_pe.py``,
 ``plugin module my_lab.encodings``, ``entry point pebench.encodings:NAME (DIST VERSION)``. A name registered from two
 sources (a built-in, another plugin) is a one-line :class:`~pebench.errors.NameClashError` naming both. A plugin's
-source files take part in :func:`pebench.engine.runner.code_version` (:func:`external_files`), so ``--reuse`` never
+source files take part in :func:`pebench.engine.code.code_version` (:func:`external_files`), so ``--reuse`` never
 copies a result trained with other plugin code, and in the key of its checkpoints.
 """
 

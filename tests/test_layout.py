@@ -20,7 +20,7 @@ LAYERS = [
      "engine.fingerprint"},
     {"store"},
     {"analysis"},
-    {"engine.settings", "engine.sweep", "engine.runner"},
+    {"engine.settings", "engine.sweep", "engine.identity", "engine.cache", "engine.runner"},
     {"report", "bench", "testing"},
     {"suite", "cli", "results", "__main__", "__init__"},
 ]

@@ -2,10 +2,10 @@
 
 A checkpoint is ``{"model": state_dict, "info": TrainInfo as a dict, "config": the case's stored configuration}``
 written with :func:`torch.save`, named ``<encoding>-<task>-s<seed>-<model key>.pt`` in the cache directory (the model
-key is the hash of the model's training configuration and seed, :meth:`pebench.engine.runner.Runner.model_key`). A write
+key is the hash of the model's training configuration and seed, :func:`pebench.engine.identity.model_key`). A write
 goes to a temporary file of the writing process first and is renamed into place, so a reader never sees half a
 file. One file lock beside each checkpoint lets one process train a model while another that needs it waits and
-then loads it. The runner, packed training and the Ray executor all go through :class:`CheckpointStore`.
+then loads it. The model cache (one model or packed seeds) and the Ray executor go through :class:`CheckpointStore`.
 """
 
 from __future__ import annotations

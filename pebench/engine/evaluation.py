@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from pebench.models import Transformer
 from pebench.tasks.base import IGNORE, Batch, Task
+from pebench.tasks.grid import GridEvaluated, cell_key
 
 
 def batch_sums(logits: torch.Tensor, targets: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -171,3 +175,92 @@ def evaluate(
             total += batch_sums(model(batch.inputs, batch.positions, batch.annotations), batch.targets, dtype)
     values = total.tolist()
     return {**metric_values(*values), "n_samples": int(values[4]), "n_scored": int(values[2])}
+
+
+ATTENTION_TOKENS = 32
+"""Length of the sequence whose last-layer attention maps are stored with the training-length result."""
+
+
+class AttentionMaps(NamedTuple):
+    """The last layer's attention maps on one evaluation sequence, as :func:`pebench.store.attention.encode` takes
+    them (``encode(*maps)``)."""
+
+    maps: np.ndarray
+    """``(H, t, t)`` float32 attention probabilities, on the CPU."""
+    layer: int
+    tokens: list[int]
+
+
+@torch.no_grad()
+def attention_maps(model: Transformer, task: Task, seed: int, device: torch.device, n_tokens: int = ATTENTION_TOKENS
+                   ) -> AttentionMaps:  # fmt: skip
+    """The last layer's attention on the first ``n_tokens`` tokens of one evaluation sequence.
+
+    The sequence is drawn at the training length from the task's first evaluation split with a generator seeded
+    from (seed, "attention", task, length), its positions as in evaluation (:func:`eval_positions`, from a generator
+    seeded from (seed, "attention positions", task, length)), then both (and the task's annotations) are cut to
+    ``n_tokens``: attention is causal, so these rows equal the top-left block of the full sequence's maps.
+    """
+    from pebench.hashing import derive_seed
+
+    gen = torch.Generator().manual_seed(derive_seed(seed, "attention", task.name, task.train_length))
+    pos_gen = torch.Generator().manual_seed(derive_seed(seed, "attention positions", task.name, task.train_length))
+    batch = task.sample(1, task.train_length, gen, task.eval_splits[0])
+    t = min(n_tokens, batch.inputs.shape[1])
+    tokens = batch.inputs[:, :t].to(device)
+    full = eval_positions(model, batch, pos_gen)
+    positions = None if full is None else full[..., :t].to(device)
+    notes = None if batch.annotations is None else {k: v[:, :t].to(device) for k, v in batch.annotations.items()}
+    maps = model.attention_maps(tokens, positions, layer=-1, annotations=notes)[0].float().cpu()  # (H, t, t)
+    return AttentionMaps(maps.numpy(), len(model.blocks) - 1, tokens[0].tolist())
+
+
+def evaluate_grid(model: Transformer, task: Task, length: int, splits: dict[str, dict[str, float]], n_samples: int,
+                  seed: int, device: torch.device, batch_size: int = 64) -> dict[str, Any] | None:  # fmt: skip
+    """The grid cells ``task`` scores at ``length`` (:mod:`pebench.tasks.grid`) as stored in ``metrics["grid"]``:
+    each cell :func:`evaluate`'d on ``n_samples`` sequences of its split, or the result in ``splits`` (the case's
+    split results) when its split is one of them; None for a task without cells at ``length``."""
+    if not isinstance(task, GridEvaluated) or not (cells := task.grid_cells(length)):
+        return None
+    return {"axes": list(task.grid_axes),
+            "cells": {cell_key(r, c): splits[split] if split in splits else
+                      evaluate(model, task, length, split, n_samples, seed, device, batch_size)
+                      for (r, c), split in cells.items()}}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CaseScores:
+    """What evaluating a trained model at one case's length gives (:func:`evaluate_case`)."""
+
+    splits: dict[str, dict[str, float]]
+    """Every evaluation split's :func:`evaluate` result, the task's first split first."""
+    score: float
+    """The task's metric of the first split (:meth:`~pebench.tasks.base.Task.score`)."""
+    grid: dict[str, Any] | None
+    """The task's grid cells at this length (:func:`evaluate_grid`); None for a task without cells."""
+    seconds: float
+    """Wall time of the splits and the grid (not the attention maps)."""
+    attention: AttentionMaps | None
+    """At the training length, when the first split's loss is finite: :func:`attention_maps`; else None."""
+
+    @property
+    def main(self) -> dict[str, float]:
+        """The first split's result, the case's loss and accuracies."""
+        return next(iter(self.splits.values()))
+
+
+def evaluate_case(model: Transformer, task: Task, length: int, seed: int, device: torch.device, n_samples: int,
+                  batch_size: int = 64) -> CaseScores:  # fmt: skip
+    """Evaluate the trained ``model`` at task length ``length``: every evaluation split of ``task`` on ``n_samples``
+    sequences (:func:`evaluate`), the task's grid cells (:func:`evaluate_grid`) and, at the training length when the
+    loss is finite, the attention maps (:func:`attention_maps`), each from generators seeded from ``seed``."""
+    start = time.perf_counter()
+    splits = {split: evaluate(model, task, length, split, n_samples, seed, device, batch_size)
+              for split in task.eval_splits}  # fmt: skip
+    grid = evaluate_grid(model, task, length, splits, n_samples, seed, device, batch_size)
+    seconds = time.perf_counter() - start
+    main = splits[task.eval_splits[0]]
+    score = task.score(main)
+    snapshot = length == task.train_length and math.isfinite(main["loss"])
+    maps = attention_maps(model, task, seed, device) if snapshot else None
+    return CaseScores(splits, score, grid, seconds, maps)

@@ -82,17 +82,17 @@ def worker_threads(workers: int) -> Iterator[None]:
 
 def step_rate(runner: Runner, case: Case) -> float:
     """Tokens processed per second (the cost formula's units) of ``case``'s model training on its task's batches."""
-    r = runner.at(case.point)
-    task = r.task(case.task)
-    model = r.build_model(case).to(r.device).train()
-    cfg = r.settings.train_config(task)
+    models, device = runner.models(case.point), runner.device
+    task = models.task(case.task)
+    model = models.build_model(case).to(device).train()
+    cfg = models.settings.train_config(task)
     stepper = SingleStep(model, cfg)
     gen, pos = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
-    batches = [training_batch(task, model, cfg.batch_size, gen, pos, r.device) for _ in range(TIMED_STEPS + 1)]
-    stepper.step(batches[:1], [pos], cfg, r.device)  # warm-up
+    batches = [training_batch(task, model, cfg.batch_size, gen, pos, device) for _ in range(TIMED_STEPS + 1)]
+    stepper.step(batches[:1], [pos], cfg, device)  # warm-up
     start = time.perf_counter()
     for batch in batches[1:]:
-        stepper.step([batch], [pos], cfg, r.device)
+        stepper.step([batch], [pos], cfg, device)
     per_step = (time.perf_counter() - start) / TIMED_STEPS
     return 3.0 * cfg.batch_size * task.tokens(task.train_range[1]) / per_step
 
@@ -140,7 +140,8 @@ def estimate(runner: Runner, cases: Iterable[Case], workers: int = 1) -> Estimat
 
 
 def _checkpointed(runner: Runner, case: Case) -> bool:
-    path = runner.checkpoint_path(case, runner.model_key(case))
+    models = runner.models(case.point)
+    path = models.checkpoints.path(case, models.model_key(case))
     return path is not None and path.exists()
 
 

@@ -19,11 +19,11 @@ agreement are measured in docs/sweeps.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from pebench.case import Case
+from pebench.engine.cache import Timer
 from pebench.engine.runner import Runner
 from pebench.store.record import ResultRecord
 
@@ -31,8 +31,9 @@ CHOSEN = "chosen"
 
 
 class Halving:
-    """The runner's ``run_hook`` for the cases at ``points`` (the ``lrV`` points of ``--lr-sweep``, lowest rate
-    first)."""
+    """Runs the suite's cases with ``--lr-halving``: a case at one of ``points`` (the ``lrV`` points of
+    ``--lr-sweep``, sorted lowest rate first) gets its cell's chosen rate's full run or its own short run, marked as
+    such; any other case runs as ``runner`` runs it."""
 
     def __init__(self, runner: Runner, points: Sequence[str]) -> None:
         self.runner = runner
@@ -42,16 +43,14 @@ class Halving:
 
     def budget(self, point: str, task: str) -> tuple[int, int]:
         """(the full budget, the short run's steps) of ``task`` at ``point``."""
-        full = self.runner.at(point)
-        steps = full.settings.train_config(full.task(task)).steps
+        steps = self.runner.models(point).settings.train_config(self.runner.task(task, point)).steps
         return steps, max(1, math.ceil(steps / len(self.points)))
 
     def short(self, point: str, task: str) -> Runner:
-        """The runner of the short runs of ``task`` at ``point``."""
+        """The runner of the short runs of ``task`` at ``point``: the point's settings with the short step count."""
         if (point, task) not in self._short:
-            full = self.runner.at(point)
-            self._short[(point, task)] = Runner(replace(full.settings, steps=self.budget(point, task)[1]),
-                                                full.progress_context, full.reuse)  # fmt: skip
+            settings = replace(self.runner.models(point).settings, steps=self.budget(point, task)[1])
+            self._short[(point, task)] = Runner(settings, self.runner.progress_context, self.runner.reuse)
         return self._short[(point, task)]
 
     def winner(self, case: Case) -> str:
@@ -63,7 +62,7 @@ class Halving:
             for point in self.points:
                 runner = self.short(point, case.task)
                 at = replace(case, length=task.train_length, point=point)
-                info = runner.model_for(at, runner.describe(at)).info
+                info = runner.models(point).model_for(at, runner.describe(at)).info
                 values = [p[f"val_{task.metric}_1x"] for p in info.curve if f"val_{task.metric}_1x" in p]
                 value = values[-1] if values and math.isfinite(values[-1]) else None
                 scored.append((value, point))
@@ -73,12 +72,14 @@ class Halving:
             self._winner[key] = max(valid, key=lambda vp: sign * vp[0])[1] if valid else self.points[0]
         return self._winner[key]
 
-    def __call__(self, case: Case, timer: Callable[[Any], Any] | None) -> ResultRecord | None:
+    def run(self, case: Case, timer: Timer | None = None) -> ResultRecord:
+        """``case``'s record: at the chosen rate its full run (through ``timer``), at another rate its short run,
+        each with ``metrics["lr_halving"]`` saying which; a case at no rate point, ``runner``'s."""
         if case.point not in self.points:
-            return None
+            return self.runner.run(case, timer)
         best = self.winner(case)
         if case.point == best:
-            record = self.runner.at(case.point).run(case, timer)
+            record = self.runner.run(case, timer)
             record.metrics["lr_halving"] = CHOSEN
             return record
         budget, steps = self.budget(case.point, case.task)

@@ -46,6 +46,7 @@ from pebench.registry import parse_names
 from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 from pebench.suite.database import baseline, is_worker, leave_no_benchmark_storage, open_database
+from pebench.suite.halving import Halving
 from pebench.suite.preflight import collected_lengths, preflight, report_options
 from pebench.suite.sharding import parse_shard
 from pebench.suite.state import GIVEN_FLAGS, ONE_RATE_BECAUSE, STATE, SuiteState
@@ -155,7 +156,7 @@ def _describe(state: SuiteState, case: Case) -> dict[str, Any]:
     except PebenchError:
         raise
     except (ValueError, TypeError, AssertionError, RuntimeError) as err:
-        s = state.runner.at(case.point).settings
+        s = state.runner.models(case.point).settings
         raise PebenchError(
             f"encoding {case.encoding} cannot be built with --d-model {s.d_model} --heads {s.n_heads} (head dim "
             f"{s.d_model // s.n_heads}): {err}"
@@ -235,10 +236,6 @@ def pytest_configure(config: pytest.Config) -> None:
             shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
             seeds=plan,
         )
-        if config.getoption("lr_halving"):  # the sweep is the one lr axis (_sweeps)
-            from pebench.suite.halving import Halving
-
-            state.runner.run_hook = Halving(state.runner, sweep.points("", ""))
         if state.seeds.auto:
             if config.getoption("executor") == "ray" or state.shard is not None or is_worker(config) or \
                     getattr(config.option, "numprocesses", None):  # fmt: skip
@@ -255,7 +252,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for task_name in state.tasks:
             for enc_name in state.encodings:
                 for point in sweep.points(enc_name, task_name):
-                    task = state.runner.at(point).task(task_name)
+                    task = state.runner.task(task_name, point)
                     for length in collected_lengths(config, task):
                         task.check_length(length)
                     _describe(state, Case(enc_name, task_name, task.train_length, point=point))
@@ -287,7 +284,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for task_name in state.tasks:
             reason = state.runner.not_applicable(enc_name, task_name)
             for point in state.runner.sweep.points(enc_name, task_name):
-                task = state.runner.at(point).task(task_name)
+                task = state.runner.task(task_name, point)
                 quick = set(task.eval_lengths("quick"))
                 for length in collected_lengths(metafunc.config, task):
                     for seed in range(seeds):
@@ -404,9 +401,10 @@ def pebench_settings(pytestconfig: pytest.Config) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def pebench_runner(pytestconfig: pytest.Config) -> Runner:
-    """This process's one runner (its in-memory cache shares models across lengths), with the progress bar shown
-    past pytest's capture and, with ``--reuse``, the lookup of earlier results."""
+def pebench_runner(pytestconfig: pytest.Config) -> Runner | Halving:
+    """What runs this process's cases: its one runner (its in-memory cache shares models across lengths), with the
+    progress bar shown past pytest's capture and, with ``--reuse``, the lookup of earlier results; with
+    ``--lr-halving`` the :class:`~pebench.suite.halving.Halving` that wraps it."""
     state = pytestconfig.stash[STATE]
     runner = state.runner
     capman = pytestconfig.pluginmanager.getplugin("capturemanager")
@@ -425,7 +423,8 @@ def pebench_runner(pytestconfig: pytest.Config) -> Runner:
         lookup = ReuseLookup(state.db_url, runner.device.type)
         pytestconfig.add_cleanup(lookup.close)
         runner.reuse = lookup
-    return runner
+    # the sweep is the one lr axis (_sweeps)
+    return Halving(runner, runner.sweep.points("", "")) if pytestconfig.getoption("lr_halving") else runner
 
 
 @pytest.fixture(scope="session")

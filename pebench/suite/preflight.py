@@ -99,7 +99,7 @@ def _planned(config: pytest.Config, state: SuiteState, point: str | None) -> pd.
             if state.runner.not_applicable(enc, name) is not None:
                 continue
             for p in state.runner.sweep.points(enc, name)[:1] if point is None else [point]:
-                task = state.runner.at(p).task(name)
+                task = state.runner.task(name, p)
                 described = state.runner.describe(Case(enc, name, task.train_length, point=p))
                 rows += [{"encoding": enc, "task": name, "train_length": task.train_length, "eval_length": length,
                           "config": described} for length in collected_lengths(config, task)]  # fmt: skip
@@ -135,10 +135,9 @@ def _check_outside_encodings(state: SuiteState) -> None:
         if source == BUILT_IN or name is None:
             continue
         point = state.runner.sweep.points(enc, name)[0]
-        runner = state.runner.at(point)
-        task = runner.task(name)
+        task = state.runner.task(name, point)
         try:
-            model = runner.build_model(Case(enc, name, task.train_length, point=point))
+            model = state.runner.build_model(Case(enc, name, task.train_length, point=point))
             batch = task.sample(PROBE_BATCH, task.train_length, torch.Generator().manual_seed(0), "train")
             check_hook_shapes(model, batch, source)
         except PebenchError:

@@ -3,7 +3,7 @@
 After collection, the controller lists the models of the selected cases (one per encoding, task, seed and config)
 whose checkpoint is not in the cache yet, and submits one Ray task per model to a local Ray instance (started for
 the session) or to the cluster at ``--ray-address`` (e.g. ``ray://head:10001`` or ``auto``). Each task builds the
-model with the session's settings, trains it exactly as :meth:`pebench.engine.runner.Runner.model_for` would locally
+model with the session's settings, trains it exactly as :meth:`pebench.engine.cache.ModelCache.model_for` would locally
 (same seed, same data stream; on the CPU with the controller's thread count, so the numbers are the same), and returns
 the checkpoint as bytes through Ray's object store, so the workers need no shared filesystem. The controller writes each
 checkpoint into the cache; the cases then load it, evaluate and write the database as in a local run.
@@ -70,7 +70,7 @@ def train_to_bytes(settings: Settings, case: Case, config: dict[str, Any], threa
     plugins.load_session((), None, plugin_specs, None)
     torch.set_num_threads(threads)
     runner = Runner(replace(settings, cache_dir=None, progress=False, pack_seeds=1))  # one Ray task per seed
-    trained = runner.model_for(case, config)
+    trained = runner.models().model_for(case, config)
     return CheckpointStore.dumps(trained.model, trained.info, config)
 
 
@@ -85,11 +85,12 @@ def train_models(runner: Runner, cases: Iterable[Case], address: str | None, mod
     out = RayRun(address=address or "local")
     for case in cases:
         config = runner.describe(case)
-        key = runner.model_key(case)
+        models = runner.models(case.point)
+        key = models.model_key(case)
         if key in seen:
             continue
         seen.add(key)
-        path = runner.checkpoint_path(case, key)
+        path = models.checkpoints.path(case, key)
         assert path is not None
         if path.exists():
             out.cached += 1
@@ -112,7 +113,7 @@ def train_models(runner: Runner, cases: Iterable[Case], address: str | None, mod
         resources = {"num_gpus": 1.0 / models_per_gpu} if gpus else {"num_cpus": threads}
         task = ray.remote(max_retries=MAX_RETRIES, **resources)(train_to_bytes)
         def settings(case: Case) -> Settings:  # the settings of the case's sweep point
-            s = replace(runner.at(case.point).settings, cache_dir=None, progress=False)
+            s = replace(runner.models(case.point).settings, cache_dir=None, progress=False)
             return replace(s, device="cuda") if gpus else s
 
         specs = tuple(p.reload_spec for p in plugins.loaded())

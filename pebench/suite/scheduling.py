@@ -8,7 +8,7 @@ so grouping does not depend on xdist's ``xdist_group`` marks, which pytest 9.2 n
 by rewriting ``item._nodeid``, while pytest 9.2 builds ``nodeid`` from ``item._id``).
 
 Independently of the scheduler, a model with a checkpoint directory is trained under a file lock beside its
-checkpoint (:meth:`pebench.engine.runner.Runner.model_for`), so a second process that needs the same model waits and
+checkpoint (:meth:`pebench.engine.cache.ModelCache.model_for`), so a second process that needs the same model waits and
 loads it.
 """
 

@@ -81,8 +81,7 @@ def case_costs(runner: Runner, cases: Iterable[Case]) -> dict[tuple[str, str], f
 
     def cost(task_name: str, length: int, model: Hashable) -> tuple[float, float]:
         point, _ = model  # type: ignore[misc]
-        r = runner.at(point)
-        s, task = r.settings, r.task(task_name)
+        s, task = runner.models(point).settings, runner.task(task_name, point)
         train = 3.0 * s.train_config(task).steps * s.batch_size * task.tokens(task.train_range[1])
         return train, float(s.eval_samples * task.tokens(length) * evaluations_at(task, length))
 

@@ -6,7 +6,7 @@ with the reused results and the baseline regressions, which cases hand over as s
 A result that cannot be written is never a passed case: the record is written before any other plugin sees the
 report, and when the write fails the report becomes a failure with one line saying why (:meth:`ResultWriter.
 unwritten`), and the run ends ``failed``. The trained model's checkpoint was saved before
-(:mod:`pebench.engine.runner`), so a rerun loads it instead of training again."""
+(:mod:`pebench.engine.cache`), so a rerun loads it instead of training again."""
 
 from __future__ import annotations
 

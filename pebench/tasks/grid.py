@@ -6,7 +6,7 @@ and the other addition heatmaps) score addition separately for every pair of ope
 on a 100 x 100 grid; the paper's text on the per-pair count was not checked). A task that can do the same mixes in
 :class:`GridEvaluated` and says, for each evaluation length, which cells the case at that length scores and under
 which evaluation split each cell's sequences are drawn (:meth:`GridEvaluated.grid_cells`). The runner
-(:func:`pebench.engine.runner.evaluate_grid`) evaluates each cell like a split --
+(:func:`pebench.engine.evaluation.evaluate_grid`) evaluates each cell like a split --
 :func:`pebench.engine.evaluation.evaluate` with the cell's split name, so each cell has its own seeded generator --
 and stores the results with the case::
 

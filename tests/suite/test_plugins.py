@@ -14,7 +14,8 @@ import pebench.results as results
 from pebench import encodings, plugins, tasks
 from pebench.cli import main
 from pebench.encodings.registry import ENCODINGS
-from pebench.engine.runner import Case, Runner, code_version
+from pebench.engine.code import code_version
+from pebench.engine.runner import Case, Runner
 from pebench.engine.settings import Settings
 from pebench.registry import BUILT_IN
 from pebench.suite.autoload import targets_suite

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from pebench import tasks
-from pebench.engine.evaluation import evaluate
-from pebench.engine.runner import Case, Runner, evaluate_grid
+from pebench.engine.evaluation import evaluate, evaluate_grid
+from pebench.engine.runner import Case, Runner
 from pebench.engine.settings import Settings
 from pebench.tasks import IGNORE
 from pebench.tasks.grid import cell_split, evaluations_at, parse_cell_split

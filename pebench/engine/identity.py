@@ -1,0 +1,114 @@
+"""A case's identity, as pure functions of the settings and the case: its configuration, the key of its trained
+model, and its record before anything trains.
+
+:func:`describe` is the configuration stored with a result and hashed into its ``config_hash``; :func:`model_key`
+names the trained model shared by every evaluation length of an (encoding, task, seed, configuration) -- the key of
+the in-memory cache and of the checkpoint file (:mod:`pebench.engine.cache`); :func:`new_record` is the record
+``--reuse`` looks up before training. The settings are the run's or one sweep point's
+(:meth:`pebench.engine.sweep.Sweep.settings`); the task is the case's task built with them (:func:`build_task`; the
+model cache builds each once and passes it in). Nothing here trains, loads or keeps state, so the same settings and
+case always give the same identity, in any process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pebench import encodings, tasks
+from pebench.case import Case
+from pebench.encodings.base import EncodingContext
+from pebench.encodings.registry import not_applicable
+from pebench.engine.code import code_version, plugin_code
+from pebench.engine.fingerprint import encoding_fingerprint, task_fingerprint
+from pebench.engine.settings import Settings
+from pebench.errors import ConfigError
+from pebench.hashing import config_hash
+from pebench.store.record import ResultRecord
+from pebench.tasks.base import Task
+
+
+def build_task(settings: Settings, name: str) -> Task:
+    """Task ``name`` with its options from ``settings`` (``--task-options``, or a sweep point's)."""
+    return tasks.build(name, settings.task_options.get(name))
+
+
+def check_applicable(task: Task, case: Case) -> None:
+    """Raise :class:`~pebench.errors.ConfigError` with the one-line reason when ``case``'s encoding cannot run on
+    ``task`` (it needs task annotations the task does not provide, :func:`pebench.encodings.registry.not_applicable`;
+    the suite skips such cases, building or running one directly is an error)."""
+    reason = not_applicable(case.encoding, task)
+    if reason is not None:
+        raise ConfigError(case.id, reason)
+
+
+def encoding_context(settings: Settings, task: Task, encoding: str | None = None) -> EncodingContext:
+    """What an encoding of ``task``'s models is built with: the model's sizes at the settings' scale (and
+    ``encoding``'s own depth), the task's longest sequence and its training length."""
+    cfg = settings.model_config(task, encoding)
+    return EncodingContext(d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=cfg.n_layers, max_len=task.max_length(),
+                           train_length=task.train_length)  # fmt: skip
+
+
+def describe(settings: Settings, task: Task, case: Case, training: bool = False) -> dict[str, Any]:
+    """The full configuration of ``case`` (without seed and length) -- stored with the result and hashed.
+
+    ``task``: ``case.task`` built with ``settings`` (:func:`build_task`). ``training``: the configuration of the
+    case's trained model, i.e. with every evaluation-only encoding option (:attr:`pebench.options.Option.eval_only`)
+    at its default and every evaluation-only task option left out."""
+    enc_cls = encodings.get(case.encoding)
+    ctx = encoding_context(settings, task, case.encoding)
+    given = settings.encoding_options.get(case.encoding, {})
+    if training:
+        given = {k: v for k, v in given.items() if not (k in enc_cls.options and enc_cls.options[k].eval_only)}
+    probe = enc_cls(ctx, **given)
+    task_config = task.config()
+    if training:  # evaluation-only task options (lm's eval windows) do not change the trained model
+        task_config["options"] = {k: v for k, v in task_config["options"].items()
+                                  if not (k in task.options and task.options[k].eval_only)}  # fmt: skip
+    return {
+        "encoding": {"name": case.encoding, "version": enc_cls.version, "options": probe.opts, **probe.extra_config()},
+        "task": task_config,
+        "model": settings.model_config(task, case.encoding).to_dict(),
+        "max_len": ctx.max_len,
+        "train": settings.train_config(task).to_dict(),
+        "eval": {"samples": settings.eval_samples},
+    }
+
+
+def model_key(settings: Settings, task: Task, case: Case) -> str:
+    """The identity of the trained model of ``case``: its training configuration (without evaluation settings and
+    evaluation-only options, :func:`describe` with ``training``) and seed; for a plugin's encoding or task also its
+    source (:func:`~pebench.engine.code.plugin_code`), so an edited plugin trains anew instead of loading an older
+    checkpoint."""
+    config = describe(settings, task, case, training=True)
+    key = {k: v for k, v in config.items() if k != "eval"} | {"seed": case.seed}
+    code = plugin_code(encodings.get(case.encoding), type(task))
+    return config_hash(key | {"plugin_code": code} if code else key)
+
+
+def new_record(settings: Settings, task: Task, case: Case) -> ResultRecord:
+    """The record of ``case`` before training: its identity (configuration, hash, versions, code version and
+    behavioural fingerprints, :mod:`pebench.engine.fingerprint`), as ``--reuse`` looks it up."""
+    enc_cls = encodings.get(case.encoding)
+    config = describe(settings, task, case)
+    enc_fp, task_fp = encoding_fingerprint(case.encoding, config["encoding"]["options"]), task_fingerprint(task)
+    return ResultRecord(
+        case_id=case.id,
+        point=case.point,
+        encoding=case.encoding,
+        encoding_version=enc_cls.version,
+        task=case.task,
+        task_version=task.version,
+        train_length=task.train_length,
+        eval_length=case.length,
+        seed=case.seed,
+        config=config,
+        config_hash=config_hash(config),
+        code_version=code_version(enc_cls, type(task)),
+        encoding_fingerprint=enc_fp["digest"],
+        task_fingerprint=task_fp["digest"],
+        fingerprints=[enc_fp, task_fp],
+        metric=task.metric,
+        higher_is_better=task.higher_is_better,
+        chance_level=task.chance_level,
+    )
