@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from pebench.errors import PebenchError
 
@@ -81,6 +80,7 @@ def validate(table: pd.DataFrame, cost: np.ndarray, budget: float,
     """Leave-one-encoding-out validation of the lite tier chosen within ``budget`` minutes of ALiBi's training;
     with ``ranges`` (encoding -> the full ranking's 95% rank range, :mod:`pebench.analysis.ranking`) also the share
     of encodings whose predicted rank is within 3 of the actual one or inside that range (the issue's target)."""
+    from scipy import stats  # here, not at the top: scipy.stats would add a second to every suite's start
     scores, full = table.to_numpy(), table.mean(axis=1).to_numpy()
     n = len(table)
     predicted, folds = np.zeros(n), []
