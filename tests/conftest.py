@@ -3,12 +3,13 @@ settings that keep such runs to seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,30 +62,43 @@ XDIST_VARS = "PYTEST_XDIST_"
 
 @pytest.fixture
 def run_suite(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
-    """``run_suite(*args, inprocess=False, lr_protocol=False)`` runs ``pytest suite -q -p no:cacheprovider *args``
-    from ``tmp_path``: in a subprocess without ``$PEBENCH_DB`` (the default: isolated, needed for xdist and for stderr
-    on its own), or with ``inprocess=True`` through pytester in this interpreter (saves the start-up of a new one per
-    run). Unless ``args`` name ``--lr-sweep`` or ``--lr-halving``, or ``lr_protocol`` asks for the suite's default
+    """``run_suite(*args, inprocess=None, lr_protocol=False)`` runs ``pytest suite -q -p no:cacheprovider *args``
+    from ``tmp_path``: through pytester in this interpreter (the default: saves the 5-10 s start-up of a new
+    one per run, :func:`_in_process`), or with ``inprocess=False`` (or ``$PEBENCH_TEST_SUBPROCESS`` set, or a
+    ``prefix``) in a subprocess without ``$PEBENCH_DB`` (for what needs a process of its own: stderr apart, a kill,
+    xdist or Ray workers that import what the run registered).
+    Unless ``args`` name ``--lr-sweep`` or ``--lr-halving``, or ``lr_protocol`` asks for the suite's default
     protocol (a model per learning rate of :data:`pebench.analysis.lr.GRID`), it runs one rate (``--lr-sweep off``):
     the tests of the machinery train one model per case; tests/suite/test_lr_sweep.py tests the default itself.
     ``prefix`` goes before the subprocess's command (:func:`unprivileged`'s)."""
 
-    def run(*args: str, inprocess: bool = False, lr_protocol: bool = False, prefix: Sequence[str] = ()) -> SuiteRun:
+    def run(*args: str, inprocess: bool | None = None, lr_protocol: bool = False, prefix: Sequence[str] = ()
+            ) -> SuiteRun:  # fmt: skip
+        if inprocess is None:
+            inprocess = not prefix and not os.environ.get("PEBENCH_TEST_SUBPROCESS")
         one_rate = not lr_protocol and not any(a in ("--lr-sweep", "--lr-halving") for a in args)
         base = [str(ROOT / "suite"), "-p", "no:cacheprovider", "-q", *args]
         base += ["--lr-sweep", "off"] if one_rate else []
         if inprocess:
-            with monkeypatch.context() as m:  # the inner session is no xdist worker even when this one is
-                for k in [k for k in os.environ if k.startswith(XDIST_VARS)]:
-                    m.delenv(k)
-                res = pytester.runpytest_inprocess(*base)
-            return SuiteRun(int(res.ret), res.stdout.str(), res.stderr.str())
+            return _in_process(pytester, monkeypatch, tmp_path, base)
         env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB" and not k.startswith(XDIST_VARS)}
         proc = subprocess.run([*prefix, sys.executable, "-m", "pytest", *base], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)  # fmt: skip
         return SuiteRun(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+def _in_process(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cwd: Path, args: list[str]) -> SuiteRun:
+    """:func:`run_suite`'s run in this interpreter, as its subprocess would run: from ``cwd``, without
+    ``$PEBENCH_DB`` or an xdist worker's variables (the inner session is no worker even when this one is), and
+    leaving no trace: the plugins it loads are gone from the registries, ``sys.path`` and ``sys.modules`` after it."""
+    with no_plugin_trace(monkeypatch), monkeypatch.context() as m:
+        for k in [k for k in os.environ if k.startswith(XDIST_VARS) or k == "PEBENCH_DB"]:
+            m.delenv(k)
+        m.chdir(cwd)
+        res = pytester.runpytest_inprocess(*args)
+    return SuiteRun(int(res.ret), res.stdout.str(), res.stderr.str())
 
 
 DROP = ("--bounding-set=-dac_override,-dac_read_search", "--")
@@ -122,19 +136,27 @@ def unprivileged() -> list[str]:
     return prefix
 
 
-@pytest.fixture
-def isolated(monkeypatch: pytest.MonkeyPatch):
-    """Plugins loaded in this process (not in a suite subprocess) leave no trace in the registries."""
+@contextlib.contextmanager
+def no_plugin_trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Plugins loaded in this process inside the block leave no trace: not in the registries, the loaded plugins,
+    ``sys.path`` or ``sys.modules``."""
     from pebench import plugins
     from pebench.encodings.registry import ENCODINGS
     from pebench.tasks.registry import TASKS
 
-    monkeypatch.setattr(plugins, "_LOADED", {})
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    with ENCODINGS.isolated(), TASKS.isolated():
+    with monkeypatch.context() as m, ENCODINGS.isolated(), TASKS.isolated():
+        m.setattr(plugins, "_LOADED", {})
+        m.setattr(sys, "path", list(sys.path))
         yield
-    for name in [m for m in sys.modules if m.startswith("_pebench_plugin_")]:
+    for name in [n for n in sys.modules if n.startswith("_pebench_plugin_")]:
         del sys.modules[name]
+
+
+@pytest.fixture
+def isolated(monkeypatch: pytest.MonkeyPatch):
+    """Plugins loaded in this process (not in a suite subprocess) leave no trace (:func:`no_plugin_trace`)."""
+    with no_plugin_trace(monkeypatch):
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -184,3 +206,18 @@ def lr_run(tmp_path: Path) -> str:
     store.finish_run(engine, run, "finished")
     engine.dispose()
     return url
+
+
+SLOW_FIXTURES = frozenset({"run_suite", "postgres", "unprivileged"})
+"""Fixtures whose tests the inner loop leaves out (``-m "not slow"``, README "Run the tests"): a whole suite session,
+the throwaway PostgreSQL server, a child process without root's file permissions."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that needs one of :data:`SLOW_FIXTURES` or runs against PostgreSQL (``db_url``'s
+    second value), besides those marked by hand (a module's ``pytestmark``, a test's decorator): the inner loop
+    ``pytest tests -n 2 -m "not slow"`` leaves them out, the full command runs every one."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or params.get("db_url") == "postgresql":
+            item.add_marker(pytest.mark.slow)

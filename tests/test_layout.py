@@ -5,6 +5,8 @@ cycle at all, inside a layer included, so each folder says what it does and depe
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "pebench"
 MAX_LINES = 450
 MAX_FUNCTION_LINES = 80
@@ -114,6 +116,7 @@ def test_no_import_cycle():
     assert not cycles, cycles
 
 
+@pytest.mark.slow
 def test_the_layer_test_sees_a_cycle_and_an_upward_import(tmp_path):
     """The checks above are not vacuous: a planted cycle and an upward import are found."""
     global PACKAGE

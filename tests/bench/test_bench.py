@@ -49,6 +49,7 @@ def test_resolve_names_checks_every_name():
         resolve_names("copy,sort,copy", "task")
 
 
+@pytest.mark.slow
 def test_bench_tasks_runs_the_suite_and_prints_a_row_per_task(capsys):
     code = main(["bench", "--tasks", "reverse", "--encodings", "nope,rope",
                  "--suite-args", "--steps 4 --d-model 16 --layers 1 --eval-samples 8"])  # fmt: skip
@@ -82,6 +83,7 @@ def test_bench_is_the_speed_benchmark_only(flag, capsys):
     assert not {"out", "output", "lr_verdicts", "stop_verdicts", "models_per_hour"} & set(vars(bench))
 
 
+@pytest.mark.slow
 def test_bench_several_encodings_against_hf(capsys):
     pytest.importorskip("transformers")
     code = main(["bench", "--encoding", "alibi,t5", "--seq", "16", "--timed-steps", "1", "--warmup", "0",

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pebench import encodings
 from pebench.cli import main
 
@@ -38,6 +40,7 @@ def test_list_encodings_prints_every_encoding_with_description_and_paper(capsys)
         assert cls.description in line and f"[{cls.paper}]" in line
 
 
+@pytest.mark.slow
 def test_list_encodings_as_a_module():
     env_path = str(ROOT)
     proc = subprocess.run([sys.executable, "-m", "pebench", "list", "encodings"], capture_output=True, text=True,
@@ -48,6 +51,7 @@ def test_list_encodings_as_a_module():
     assert "randomized_rope" in out and "Ruoss et al. 2023" in out
 
 
+@pytest.mark.slow
 def test_flags_shared_by_the_suite_and_the_cli_are_declared_once():
     from pebench.cli import build_parser
     from pebench.engine.settings import FLAGS, Settings

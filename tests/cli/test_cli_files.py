@@ -14,6 +14,8 @@ import pytest
 from pebench import store
 from pebench.report import synthetic
 
+pytestmark = pytest.mark.slow  # the inner loop (-m "not slow") leaves this module out
+
 ROOT = Path(__file__).resolve().parents[2]
 UNKNOWN_RUN = "pebench: error: unknown run id 99; existing runs: 1, 2"
 

@@ -25,6 +25,7 @@ def _env() -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 
 
+@pytest.mark.slow
 def test_a_reader_that_is_gone_gets_no_traceback():
     """Output into a pipe nobody reads any more (``head`` exited): the command stops quietly with status 32 (EPIPE,
     as ``python -m json.tool`` does), nothing on stderr."""
@@ -38,6 +39,7 @@ def test_a_reader_that_is_gone_gets_no_traceback():
     assert (proc.returncode, proc.stderr) == (errno.EPIPE, "")
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_after_one_line_gets_no_traceback():
     """``pebench list tasks | head -1``: the first line, then the pipe closed; whether the rest still fitted in the
     pipe (status 0) or not (32), nothing on stderr."""
@@ -51,6 +53,7 @@ def test_a_reader_that_stops_after_one_line_gets_no_traceback():
     assert first.split()[0] == "add_nocarry"
 
 
+@pytest.mark.slow
 def test_pebench_run_leaves_nothing_in_the_current_directory(tmp_path, tiny):
     """A run from an empty directory with its database elsewhere: the directory stays empty (pytest-benchmark's
     storage removed again, pytest's cache provider off, no checkpoint cache with --no-cache)."""
@@ -66,12 +69,13 @@ def test_pebench_run_leaves_nothing_in_the_current_directory(tmp_path, tiny):
     assert sorted(p.name for p in cwd.iterdir()) == []
 
 
-def test_benchmark_storage_stays_when_something_is_saved_in_it(run_suite, tiny):
-    """Asked for (``--benchmark-autosave``), pytest-benchmark's storage is kept with what was saved."""
+def test_benchmark_storage_stays_when_something_is_saved_in_it(run_suite, tiny, tmp_path):
+    """Asked for (``--benchmark-autosave``), pytest-benchmark's storage is kept with what was saved (the run's
+    directory is ``tmp_path``)."""
     done = run_suite("--encoding", "rope", "--task", "k_back", "-k", "L64", "--steps", "2", "--no-cache", *tiny,
-                     "--db", f"sqlite:///{Path.cwd() / 'r.db'}", "--benchmark-autosave", inprocess=True)  # fmt: skip
+                     "--db", f"sqlite:///{tmp_path / 'r.db'}", "--benchmark-autosave")  # fmt: skip
     assert done.returncode == 0, done.output
-    assert list((Path.cwd() / ".benchmarks").rglob("*.json")), sorted(p.name for p in Path.cwd().iterdir())
+    assert list((tmp_path / ".benchmarks").rglob("*.json")), sorted(p.name for p in tmp_path.iterdir())
 
 
 @pytest.mark.parametrize(
@@ -99,6 +103,7 @@ def test_pebench_run_switches_pytest_cache_off_unless_a_cache_option_is_given(ar
     assert pytest_args(args, addopts) == [*SUITE_ARGS, *(() if cache else NO_CACHE), *args]
 
 
+@pytest.mark.slow
 def test_pebench_run_help_lists_the_cache_options(tmp_path):
     """``--help`` keeps the cache provider (it writes nothing then), so the help still lists ``--lf`` and the rest."""
     assert pytest_args(["--help"], "") == [*SUITE_ARGS, "--help"]

@@ -40,6 +40,7 @@ def runners() -> dict[int, Runner]:
     if encodings.not_applicable(n, tasks.get("k_back")) else n
     for n in encodings.available()
 ])  # fmt: skip
+@pytest.mark.slow
 def test_encoding_trains_on_k_back_and_beats_chance(name, runners):
     settings = DEFAULT_MODEL if name in SLOW_STARTERS else SMALL
     record = runners[id(settings)].run(Case(name, "k_back", 64))

@@ -47,6 +47,7 @@ def test_the_probe_is_deterministic_and_one_constant_moves_it_far_beyond_the_tol
     assert moved > 100  # RoPE's base 10000 -> 10001 moves the probe ~2.9e-6, ~3000x the tolerance
 
 
+@pytest.mark.slow
 def test_a_rewrite_of_the_model_that_computes_the_same_keeps_every_probe(monkeypatch):
     from pebench.models import transformer
 

@@ -56,6 +56,7 @@ def test_each_broken_encoding_fails_its_property_only(isolated, tmp_path):
         assert report.lines()[0] == f"encoding {name} (plugin {tmp_path / 'broken.py'}): FAILS {prop}"
 
 
+@pytest.mark.slow
 def test_pebench_check_prints_one_line_per_property_and_fails_on_broken_encodings(tmp_path):
     write(tmp_path, "broken.py", BROKEN_ENCODINGS)
     proc = subprocess.run([sys.executable, "-m", "pebench", "check", "broken.py", "alibi", "k_back",

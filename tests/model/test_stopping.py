@@ -88,6 +88,7 @@ def k_back() -> tasks.Task:
     return tasks.build("k_back")
 
 
+@pytest.mark.slow
 def test_a_quick_learner_stops_early_with_its_budget_runs_weights(k_back):
     cfg = TrainConfig(steps=300, batch_size=16, lr=1e-2, curve_every=10, val_batches=0)
     stopped = build(0, k_back)
@@ -110,6 +111,7 @@ def test_a_model_that_cannot_learn_trains_to_the_budget(k_back):
     assert info.stop_reason == "budget" and info.steps == 40 and info.curve[-1]["accuracy"] < 0.5
 
 
+@pytest.mark.slow
 def test_packed_seeds_stop_where_they_stop_alone(k_back):
     cfg = TrainConfig(steps=120, batch_size=16, lr=1e-2, curve_every=10, val_batches=0, stop="learned")
     seeds = [0, 1]

@@ -12,10 +12,13 @@ from pebench.report import render_report
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 DRIVER = shutil.which("chromedriver")
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or DRIVER is None,
-    reason="no Chromium/chromedriver on PATH (Debian: apt-get install chromium chromium-driver)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None or DRIVER is None,
+        reason="no Chromium/chromedriver on PATH (Debian: apt-get install chromium chromium-driver)",
+    ),
+    pytest.mark.slow,  # a browser: the inner loop (-m "not slow") leaves this module out
+]
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from pebench.cli import main
 from pebench.engine.code import code_version
 from pebench.errors import PebenchError
 
+pytestmark = pytest.mark.slow  # the inner loop (-m "not slow") leaves this module out
+
 
 def _config(enc, layers=2, steps=200, version=2):
     return {"encoding": {"name": enc, "version": "1", "options": {}}, "max_len": 512,

@@ -202,6 +202,7 @@ def test_cli_report(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ten_thousand_results_render_fast_and_small(tmp_path):
     from pebench.report import synthetic
 

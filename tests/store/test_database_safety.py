@@ -34,6 +34,7 @@ def test_a_sqlite_file_with_corrupt_pages_is_refused_and_not_written(tmp_path):
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_concurrent_first_opens_of_a_new_database_all_succeed(tmp_path):
     code = "import sys; from pebench.store.database import open_db; open_db(sys.argv[1]).dispose()"
     for i in range(8):

@@ -98,6 +98,7 @@ def test_read_commands_never_write_and_name_the_upgrade(db_url, tmp_path, capsys
     assert load(db_url)["score"].tolist() == [0.75]
 
 
+@pytest.mark.slow
 def test_the_database_of_the_previous_pebench_is_upgraded_by_pebench_db(tmp_path):
     path = tmp_path / "old.db"
     shutil.copy(LEGACY, path)
@@ -162,6 +163,7 @@ def test_an_empty_database_is_created_by_a_writer_and_refused_by_a_reader(db_url
     assert _schema_diffs(db_url) == [HEAD_REVISION, []]
 
 
+@pytest.mark.slow
 def test_concurrent_first_opens_of_one_new_database(db_url):
     """Four processes open the same new database at once: all succeed, the tables are created once."""
     code = "import sys; from pebench.store.database import open_db; open_db(sys.argv[1]).dispose()"

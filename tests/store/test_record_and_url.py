@@ -47,6 +47,7 @@ def test_db_url_order_given_then_environment_then_project_root(tmp_path, monkeyp
     assert resolve_url("sqlite:///given.db") == "sqlite:///given.db"
 
 
+@pytest.mark.slow
 def test_the_cli_reads_pebench_db_and_the_project_root(tmp_path):
     project = tmp_path / "proj"
     (project / "sub").mkdir(parents=True)

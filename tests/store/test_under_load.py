@@ -12,9 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from pebench.store.load import load, runs
+
+pytestmark = pytest.mark.slow  # the inner loop (-m "not slow") leaves this module out
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ("--d-model", "16", "--layers", "1", "--heads", "2", "--batch-size", "8", "--eval-samples", "8")

@@ -11,6 +11,7 @@ from study_scripts import load
 models_per_hour = load("studies/scale/models_per_hour.py")
 
 
+@pytest.mark.slow
 def test_models_per_hour_prints_the_three_ways_and_a_projection(capsys):
     code = models_per_hour.main(["--task", "reverse", "--k", "2", "--train-steps", "2"])
     out = capsys.readouterr().out

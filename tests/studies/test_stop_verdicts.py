@@ -17,6 +17,7 @@ stopping = load("studies/stop_verdicts/verdicts.py")
 spread = load("studies/stop_verdicts/spread.py")
 
 
+@pytest.mark.slow
 def test_the_stopped_side_is_the_model_a_stop_run_trains(tmp_path):
     tiny = {"d_model": 32, "n_heads": 2, "steps": 150, "lr": 1e-2, "batch_size": 16, "eval_samples": 32,
             "val_batches": 0, "progress": False}  # fmt: skip
