@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import math
 import os
 import platform
@@ -43,6 +42,7 @@ import torch
 from pebench import encodings, metrics
 from pebench.encodings.base import EncodingContext
 from pebench.engine.evaluation import evaluate, metric_values
+from pebench.engine.machine_cache import read_through
 from pebench.engine.packing import packable, train_packed
 from pebench.engine.stopping import STOP_RULES, StopRule
 from pebench.engine.training import TrainConfig, lr_at, train
@@ -275,7 +275,7 @@ def cache_file() -> Path | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _package_source() -> str:
+def package_source() -> str:
     """SHA-256 of every source file of the installed pebench: a cached fingerprint is used only by the same source."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parents[1]
@@ -291,28 +291,14 @@ def _cache_key(kind: str, cls: type, config: str) -> str:
     from pebench.plugins import external_files
 
     plugin = [p.read_bytes().hex() for p in external_files(cls)]
-    given = [kind, cls.__module__, cls.__qualname__, config, PROBE_VERSION, _package_source(), plugin,
+    given = [kind, cls.__module__, cls.__qualname__, config, PROBE_VERSION, package_source(), plugin,
              torch.__version__, machine().split(";")[0]]  # fmt: skip
     return hashlib.sha256(canonical_json(given).encode()).hexdigest()
 
 
 def _cached(kind: str, cls: type, config: str, compute: Any) -> dict[str, Any]:
     """The fingerprint row of ``(kind, cls, config)`` from the disk cache, else ``compute()``d and kept there."""
-    path, key = cache_file(), _cache_key(kind, cls, config)
-    table: dict[str, Any] = {}
-    if path is not None and path.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            table = json.loads(path.read_text())
-    if key in table:
-        return table[key]
-    row = compute()
-    if path is not None:
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(table | {key: row}))
-            tmp.replace(path)  # atomic; a writer at the same instant may win, which costs a recomputation only
-    return row
+    return read_through(cache_file(), _cache_key(kind, cls, config), compute)
 
 
 def encoding_fingerprint(name: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:

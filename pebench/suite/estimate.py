@@ -17,21 +17,31 @@ so the calibration trains E + T models for a few steps, not E x T (a pair withou
 itself). The estimate is the sum of cost / rate over the models to train, divided by the workers (``-n``), or the
 longest (encoding, task) when that is more. It is an upper bound for ``--stop learned|plateau``, which end models
 early. ``--collect-only`` prints it and trains nothing.
+
+A pair's rate, once timed, is kept for later runs on this machine (:func:`remembered_rate`: keyed by the pair's
+training configuration, the device, the threads, the CPU, torch and pebench's source) in ``step_rates.json`` beside
+the fingerprints (:func:`pebench.engine.fingerprint.cache_file`; ``PEBENCH_FINGERPRINT_CACHE=off`` keeps nothing), so
+the calibration of the whole quick tier (79 pairs at the default model, about 28 s on a 2-core CPU) runs once, not at
+every start. Delete that file to time again, for instance after timing on a loaded machine.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 
 from pebench.case import Case
+from pebench.engine import fingerprint
+from pebench.engine.machine_cache import read_through
 from pebench.engine.runner import Runner
 from pebench.engine.training import SingleStep, training_batch
+from pebench.hashing import config_hash
 from pebench.suite.sharding import case_costs
 
 TIMED_STEPS = 2
@@ -47,8 +57,10 @@ class Estimate:
     seconds: float
     workers: int
     calibrated: int
-    """(encoding, task) pairs whose training steps were timed."""
+    """(encoding, task) pairs whose training steps were timed now."""
     calibration_s: float
+    remembered: int = 0
+    """(encoding, task) pairs whose rate was timed by an earlier run on this machine (:func:`remembered_rate`)."""
 
     def line(self) -> str:
         """One line for the terminal, before any training."""
@@ -57,9 +69,13 @@ class Estimate:
         if train == 0:
             return f"pebench: nothing to train: all {self.models} models load from the cache"
         return (f"pebench: {train} model{'s' if train != 1 else ''} to train{cached}, about {duration(self.seconds)} "
-                f"with {self.workers} worker{'s' if self.workers != 1 else ''} on this machine (training steps of "
-                f"{self.calibrated} (encoding, task) pairs timed in {self.calibration_s:.1f} s; "
+                f"with {self.workers} worker{'s' if self.workers != 1 else ''} on this machine ({self._timing()}; "
                 "pebench.suite.estimate)")  # fmt: skip
+
+    def _timing(self) -> str:
+        now = f"training steps of {self.calibrated} (encoding, task) pairs timed in {self.calibration_s:.1f} s"
+        earlier = f"{self.remembered} pairs timed by an earlier run here"
+        return now if not self.remembered else earlier if not self.calibrated else f"{now}, {earlier}"
 
 
 def duration(seconds: float) -> str:
@@ -97,14 +113,41 @@ def step_rate(runner: Runner, case: Case) -> float:
     return 3.0 * cfg.batch_size * task.tokens(task.train_range[1]) / per_step
 
 
-def pair_rates(runner: Runner, examples: dict[tuple[str, str], Case]) -> tuple[dict[tuple[str, str], float], int]:
+def rates_file() -> Path | None:
+    """Where the timed rates are kept (beside the fingerprints); None when that cache is off."""
+    path = fingerprint.cache_file()
+    return None if path is None else path.with_name("step_rates.json")
+
+
+def rate_key(runner: Runner, case: Case) -> str:
+    """What ``case``'s rate depends on: its trained model's configuration (any seed), the device, torch's threads,
+    the CPU, torch, pebench's source and the timing's own steps."""
+    return config_hash({"model": runner.models(case.point).model_key(replace(case, seed=0)),
+                        "device": runner.device.type, "threads": torch.get_num_threads(),
+                        "cpu": fingerprint.machine().split(";")[0], "torch": torch.__version__,
+                        "source": fingerprint.package_source(), "timed_steps": TIMED_STEPS})  # fmt: skip
+
+
+def remembered_rate(runner: Runner, case: Case, timed_now: list[Case]) -> float:
+    """:func:`step_rate` of ``case``, from an earlier run on this machine when one timed it (:func:`rates_file`),
+    else timed now (and appended to ``timed_now``) and kept."""
+
+    def time_it() -> float:
+        timed_now.append(case)
+        return step_rate(runner, case)
+
+    return float(read_through(rates_file(), rate_key(runner, case), time_it))
+
+
+def pair_rates(examples: dict[tuple[str, str], Case], rate: Callable[[Case], float]
+               ) -> tuple[dict[tuple[str, str], float], int]:  # fmt: skip
     """The rate of every (encoding, task) of ``examples`` (a case of each) by the factorisation of the module
-    docstring, and how many pairs were timed."""
+    docstring from ``rate`` (a case's :func:`step_rate`), and how many pairs were asked of ``rate``."""
     measured: dict[tuple[str, str], float] = {}
 
     def timed(pair: tuple[str, str]) -> float:
         if pair not in measured:
-            measured[pair] = step_rate(runner, examples[pair])
+            measured[pair] = rate(examples[pair])
         return measured[pair]
 
     encodings = sorted({e for e, _ in examples})
@@ -128,15 +171,16 @@ def estimate(runner: Runner, cases: Iterable[Case], workers: int = 1) -> Estimat
     to_train = [c for c in cases if (c.point, c.encoding, c.task, c.seed) not in cached]
     start = time.perf_counter()
     seconds: dict[tuple[str, str], float] = {}
-    calibrated = 0
+    asked, timed_now = 0, []
     if to_train:
         examples = {(c.encoding, c.task): c for c in to_train}
         with worker_threads(workers), torch.random.fork_rng(devices=[]):  # the run's random state untouched
-            rates, calibrated = pair_rates(runner, examples)
+            rates, asked = pair_rates(examples, lambda case: remembered_rate(runner, case, timed_now))
         seconds = {pair: cost / rates[pair] for pair, cost in case_costs(runner, to_train).items()}
     total = sum(seconds.values())
     wall = max(total / max(1, workers), max(seconds.values(), default=0.0))
-    return Estimate(len(models), len(cached), wall, workers, calibrated, time.perf_counter() - start)
+    return Estimate(len(models), len(cached), wall, workers, len(timed_now), time.perf_counter() - start,
+                    asked - len(timed_now))  # fmt: skip
 
 
 def _checkpointed(runner: Runner, case: Case) -> bool:

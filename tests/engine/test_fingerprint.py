@@ -142,9 +142,9 @@ def test_the_disk_cache_keeps_a_fingerprint_for_the_same_source_and_machine(tmp_
     monkeypatch.setattr(fp, "encoding_probe", lambda *a, **k: pytest.fail("computed again"))
     assert fp.encoding_fingerprint("alibi") == first  # from the file: the same source, torch and CPU
     key = fp._cache_key("encoding", encodings.get("alibi"), "x")
-    fp._package_source.cache_clear()
+    fp.package_source.cache_clear()
     monkeypatch.setattr(fp, "__file__", str(tmp_path / "elsewhere" / "engine" / "fingerprint.py"))
     (tmp_path / "elsewhere" / "engine").mkdir(parents=True)
     (tmp_path / "elsewhere" / "engine" / "fingerprint.py").write_text("# other source\n")
     assert fp._cache_key("encoding", encodings.get("alibi"), "x") != key  # other source: another key
-    fp._package_source.cache_clear()
+    fp.package_source.cache_clear()

@@ -23,12 +23,11 @@ def test_the_rates_of_every_pair_come_from_e_plus_t_timings(monkeypatch):
     pairs[("abacus", "addition")] = ("abacus", "addition")  # applies only where rope is not selected
     timed = []
 
-    def fake_rate(runner, case):
+    def fake_rate(case):
         timed.append(case)
         return enc[case[0]] * task[case[1]]
 
-    monkeypatch.setattr(estimate, "step_rate", fake_rate)
-    rates, n = estimate.pair_rates(None, pairs)  # type: ignore[arg-type]
+    rates, n = estimate.pair_rates(pairs, fake_rate)  # type: ignore[arg-type]
     assert rates == pytest.approx({p: enc[p[0]] * task[p[1]] for p in pairs})
     assert n == len(timed) == 3 + 2 + 1  # rope on 3 tasks, alibi and path on their anchor, abacus itself
 
@@ -49,3 +48,27 @@ def test_collect_only_says_the_models_and_time_and_trains_nothing(run_suite, tin
     assert run_suite(*common, "--db", f"sqlite:///{db}").returncode == 0  # trains them into the cache
     again = run_suite("--collect-only", *common, "--db", f"sqlite:///{db}")
     assert "pebench: nothing to train: all 2 models load from the cache" in again.stdout, again.output
+
+
+def test_a_pair_timed_once_is_remembered_on_this_machine(monkeypatch, tmp_path):
+    """The second estimate of the same cases times nothing: every pair's rate comes from the first's, kept beside
+    the fingerprints; another configuration is timed anew, and with that cache off every estimate times."""
+    from pebench.case import Case
+    from pebench.engine import fingerprint
+    from pebench.engine.runner import Runner
+    from pebench.engine.settings import Settings
+
+    monkeypatch.setenv(fingerprint.CACHE_ENV, str(tmp_path / "fp.json"))
+    tiny = dict(d_model=16, n_layers=1, n_heads=2, batch_size=8, steps=3, device="cpu", progress=False)
+    cases = [Case(e, "k_back", 64) for e in ("rope", "alibi")]
+    first = estimate.estimate(Runner(Settings(**tiny)), cases)
+    assert (first.calibrated, first.remembered) == (2, 0)
+    assert (tmp_path / "step_rates.json").is_file()
+    second = estimate.estimate(Runner(Settings(**tiny)), cases)
+    assert (second.calibrated, second.remembered) == (0, 2)
+    assert second.seconds == pytest.approx(first.seconds)
+    assert "2 pairs timed by an earlier run here" in second.line() and "timed in" not in second.line()
+    wider = estimate.estimate(Runner(Settings(**(tiny | {"d_model": 32}))), cases)
+    assert (wider.calibrated, wider.remembered) == (2, 0)
+    monkeypatch.setenv(fingerprint.CACHE_ENV, "off")
+    assert estimate.estimate(Runner(Settings(**tiny)), cases).calibrated == 2
