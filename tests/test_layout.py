@@ -16,7 +16,8 @@ MAX_TOP_MODULES = 10
 SPLIT = {"engine"}
 """Packages whose modules sit in different layers: their unit is ``package.module``."""
 LAYERS = [
-    {"errors", "hashing", "options", "registry", "engine.device", "engine.__init__", "metrics", "case", "status"},
+    {"errors", "hashing", "options", "registry", "engine.device", "engine.machine_cache", "engine.__init__", "metrics",
+     "case", "status"},
     {"encodings", "tasks", "models", "plugins"},
     {"engine.training", "engine.packing", "engine.stopping", "engine.evaluation", "engine.checkpoints", "engine.code",
      "engine.fingerprint"},
