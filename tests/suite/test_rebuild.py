@@ -3,22 +3,32 @@ place of the old ones; the others stay as they were."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from types import SimpleNamespace
 
+import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from pebench.cli import main
 from pebench.store.database import open_db
 from pebench.store.schema import Fingerprint, Result
 from pebench.suite.rebuild import run_flags
 
 
-def _pebench(cwd, *args):
-    env = {k: v for k, v in os.environ.items() if k != "PEBENCH_DB" and not k.startswith("PYTEST_XDIST_")}
-    return subprocess.run([sys.executable, "-m", "pebench", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+@pytest.fixture
+def pebench(tmp_path, monkeypatch, capsys):
+    """``pebench ARGS`` through :func:`pebench.cli.main` in this process, from ``tmp_path`` (the suite session that
+    ``rebuild`` trains with is a process of its own): its return code and output."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PEBENCH_DB", raising=False)
+
+    def run(*args: str) -> SimpleNamespace:
+        capsys.readouterr()
+        returncode = main(list(args))
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=returncode, stdout=out.out, stderr=out.err)
+
+    return run
 
 
 def test_run_flags_reproduce_the_stored_options_that_are_not_defaults():
@@ -29,7 +39,7 @@ def test_run_flags_reproduce_the_stored_options_that_are_not_defaults():
     assert run_flags({"lr_sweep": None}) == ["--lr-sweep=off"]  # stored None: the run trained one rate
 
 
-def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, tiny, tmp_path):
+def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, pebench, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'ref.db'}"
     built = run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4",
                       "--no-cache", "--db", url)  # fmt: skip
@@ -42,20 +52,20 @@ def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, 
         s.execute(update(Result).where(Result.encoding == "alibi").values(encoding_fingerprint="other"))
         before = {e: sorted(s.scalars(select(Result.id).where(Result.encoding == e))) for e in ("rope", "alibi")}
     engine.dispose()
-    stale = _pebench(tmp_path, "results", "--stale", "--db", url)
+    stale = pebench("results", "--stale", "--db", url)
     assert "alibi on k_back: its encoding computes otherwise" in stale.stdout and "rope on" not in stale.stdout
-    dry = _pebench(tmp_path, "rebuild", "--db", url, "--dry-run")
+    dry = pebench("rebuild", "--db", url, "--dry-run")
     assert "1 stale cell(s) in 1 group(s)" in dry.stdout and "run 1: alibi on k_back" in dry.stdout
-    early = _pebench(tmp_path, "rebuild", "--db", url, "--merge")
+    early = pebench("rebuild", "--db", url, "--merge")
     assert early.returncode == 2 and "not complete yet (run1-alibi.db)" in early.stderr
-    trained = _pebench(tmp_path, "rebuild", "--db", url, "--", "--no-cache")
+    trained = pebench("rebuild", "--db", url, "--", "--no-cache")
     assert trained.returncode == 0, trained.stdout + trained.stderr
     assert (tmp_path / "rebuild-parts" / "run1-alibi.db").is_file()
-    again = _pebench(tmp_path, "rebuild", "--db", url)  # resumable: a complete group is not trained again
+    again = pebench("rebuild", "--db", url)  # resumable: a complete group is not trained again
     assert "done already" in again.stdout
-    merged = _pebench(tmp_path, "rebuild", "--db", url, "--merge")
+    merged = pebench("rebuild", "--db", url, "--merge")
     assert merged.returncode == 0 and "merged 1 result(s)" in merged.stdout, merged.stdout + merged.stderr
-    assert "0 stale cell(s) of 2" in _pebench(tmp_path, "results", "--stale", "--db", url).stdout
+    assert "0 stale cell(s) of 2" in pebench("results", "--stale", "--db", url).stdout
     engine = open_db(url, create=False)
     with Session(engine) as s:
         after = {e: sorted(s.scalars(select(Result.id).where(Result.encoding == e))) for e in ("rope", "alibi")}
