@@ -23,9 +23,11 @@ def test_ids_and_tiers(run_suite, tiny, tmp_path):
     assert quick == expected
     assert "alibi-k_back-L256" in quick
     two = ("--encoding", "alibi,rope")  # the full tier has thousands of cases per encoding: two are enough here
-    full = collected_ids(run_suite, tmp_path, "--tier", "full", *two)
-    assert {i for i in quick if i.split("-")[0] in ("alibi", "rope")} < set(full)
-    assert collected_ids(run_suite, tmp_path, "-m", "full", *two) == full
+    some = (*two, "--task", "k_back,sort,lm")  # and three tasks (lm's full tier has its own lengths)
+    full = collected_ids(run_suite, tmp_path, "--tier", "full", *some)
+    assert {i for i in quick if i.split("-")[0] in ("alibi", "rope") and i.split("-")[1] in ("k_back", "sort", "lm")
+            } < set(full)  # fmt: skip
+    assert collected_ids(run_suite, tmp_path, "-m", "full", *some) == full
     assert collected_ids(run_suite, tmp_path, "-k", "alibi and k_back", *two) == [
         "alibi-k_back-L64",
         "alibi-k_back-L128",
