@@ -83,7 +83,7 @@ def preflight(config: pytest.Config, state: SuiteState) -> None:
     if report is not None:
         check_file(report, "--report")
     bench_json = getattr(config.option, "benchmark_json", None)
-    if bench_json is not None and not hasattr(bench_json, "write"):  # a path (pytest-benchmark 5.3 on), not a file
+    if bench_json is not None and not hasattr(bench_json, "write"):  # a path from pytest-benchmark 5.3 on (required)
         check_file(str(bench_json), "--benchmark-json")
     if state.reference is not None:
         _check_reference(config, state)
