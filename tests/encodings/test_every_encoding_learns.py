@@ -2,13 +2,13 @@
 without NaN and beats chance in a few dozen steps, so a broken registration cannot hide.
 
 Most encodings run on a reduced model (d_model 64, 4 heads, 2 layers, batch 32) for 40 steps at learning rate 1e-2,
-about 1 s each on a 2-core CPU. Measured token accuracy there over chance (a 1-thread AMD EPYC, 2026-12-02): 3.5 for
-sininit, 4.0 sinusoidal, 4.4 NoPE+QK-norm, 4.6 learned, 5.7-6.3 NoPE, SSMax-NoPE, FIRE, PaTH, 50 for RoPE; at 30
-steps sininit fell to 1.8, at 40 steps of the default 3e-3 decimal and sinonly to 1.6-1.7. The two ``_norm`` binary
-and decimal encodings, whose vectors carry a large constant part (zero-padded leading bits or digits map to -1), do
-not learn on it at either rate (1.0, 1.0): they need the default width and batch (d_model 128, batch 64) and 80
-steps at 3e-3, where one layer reaches 5.6 and 4.2 (two layers 4.5 and 3.0 at twice the cost; 60 steps: 2.3 and 1.0;
-batch 32: 2.4 and 1.5).
+about 2-2.5 s each on one thread of a 2-core CPU. Measured token accuracy there over chance (a 1-thread AMD EPYC,
+2026-12-02): 3.5 for sininit, 4.0 sinusoidal, 4.4 NoPE+QK-norm, 4.6 learned, 5.7-6.3 NoPE, SSMax-NoPE, FIRE, PaTH, 50
+for RoPE; at 30 steps sininit fell to 1.8, at 40 steps of the default 3e-3 decimal and sinonly to 1.6-1.7. The two
+``_norm`` binary and decimal encodings, whose vectors carry a large constant part (zero-padded leading bits or digits
+map to -1), do not learn on it at either rate (1.0, 1.0): they need the default width and batch (d_model 128, batch
+64) and 80 steps at 3e-3, where one layer reaches 5.6 and 4.2 (two layers 4.5 and 3.0 at twice the cost; 60 steps:
+2.3 and 1.0; batch 32: 2.4 and 1.5).
 
 The encodings that read task annotations (Abacus, position coupling) do not apply to k_back, which has none: they
 train on ``addition`` instead (40 steps of the reduced model, about 1.5 s each), where the training loss must fall
