@@ -160,6 +160,28 @@ def isolated(monkeypatch: pytest.MonkeyPatch):
         yield
 
 
+@pytest.fixture
+def pebench_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """``pebench ARGS`` through :func:`pebench.cli.main` in the test's process, from the current directory and
+    without ``PEBENCH_DB``: a namespace of its exit status (argparse's usage errors included), stdout and stderr."""
+    from types import SimpleNamespace
+
+    from pebench.cli import main
+
+    monkeypatch.delenv("PEBENCH_DB", raising=False)
+
+    def run(*args: str) -> SimpleNamespace:
+        capsys.readouterr()
+        try:
+            returncode = main(list(args))
+        except SystemExit as exit_:
+            returncode = exit_.code
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=returncode, stdout=out.out, stderr=out.err)
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """A throwaway PostgreSQL server for this test session (see :mod:`tests.pgcluster`)."""

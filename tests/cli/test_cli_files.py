@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from pebench import store
-from pebench.cli import main
 from pebench.report import synthetic
 
 UNKNOWN_RUN = "pebench: error: unknown run id 99; existing runs: 1, 2"
@@ -64,8 +63,8 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                     "db --help)", []),
     ],
 )  # fmt: skip
-def test_a_command_leaves_only_its_database_and_its_output(database, tmp_path, monkeypatch, capsys, argv, returncode,
-                                                           error, writes):  # fmt: skip
+def test_a_command_leaves_only_its_database_and_its_output(database, tmp_path, monkeypatch, pebench_cli, argv,
+                                                           returncode, error, writes):  # fmt: skip
     db_dir, out, cwd = database.parent, tmp_path / "out", tmp_path / "cwd"
     out.mkdir()
     cwd.mkdir()
@@ -74,15 +73,10 @@ def test_a_command_leaves_only_its_database_and_its_output(database, tmp_path, m
     fill = {"db": f"sqlite:///{database}", "path": str(database), "out": str(out)}
     argv = [a.format(**fill) for a in argv]
     monkeypatch.chdir(cwd)
-    monkeypatch.delenv("PEBENCH_DB", raising=False)
-    try:
-        status = main(argv)
-    except SystemExit as exit_:  # argparse's usage errors
-        status = exit_.code
-    printed = capsys.readouterr()
-    assert status == returncode, printed.out + printed.err
+    proc = pebench_cli(*argv)
+    assert proc.returncode == returncode, proc.stdout + proc.stderr
     if error is not None:
-        assert printed.err.splitlines() == [error.format(**fill)]
+        assert proc.stderr.splitlines() == [error.format(**fill)]
     assert listing(db_dir) == before  # the database unchanged, nothing beside it
     assert sorted(listing(out)) == writes and listing(cwd) == {}  # merge's new m.db: no -wal, no -shm either
 

@@ -27,7 +27,8 @@ def test_the_cheapest_of_the_most_separating_per_family_and_none_from_a_flat_fam
 def test_the_printed_choice_is_what_the_run_trains():
     printed = (ROOT / "studies/scale2/choose_tasks.txt").read_text()
     chosen = re.search(r"chosen \(\d+ tasks\): (\S+)", printed)[1].split(",")  # type: ignore[index]
-    run = re.search(r"^TASKS=(\S+)$", (ROOT / "studies/scale2/run.sh").read_text(), re.M)[1].split(",")  # type: ignore[index]
-    encodings = re.search(r"^ENC=(\S+)$", (ROOT / "studies/scale2/run.sh").read_text(), re.M)[1].split(",")  # type: ignore[index]
+    script = (ROOT / "studies/scale2/run.sh").read_text()
+    run = re.search(r"^TASKS=(\S+)$", script, re.M)[1].split(",")  # type: ignore[index]
+    encodings = re.search(r"^ENC=(\S+)$", script, re.M)[1].split(",")  # type: ignore[index]
     assert sorted(chosen) == sorted(run)
     assert tuple(encodings) == choose_tasks.ENCODINGS

@@ -3,32 +3,12 @@ place of the old ones; the others stay as they were."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from pebench.cli import main
 from pebench.store.database import open_db
 from pebench.store.schema import Fingerprint, Result
 from pebench.suite.rebuild import run_flags
-
-
-@pytest.fixture
-def pebench(tmp_path, monkeypatch, capsys):
-    """``pebench ARGS`` through :func:`pebench.cli.main` in this process, from ``tmp_path`` (the suite session that
-    ``rebuild`` trains with is a process of its own): its return code and output."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PEBENCH_DB", raising=False)
-
-    def run(*args: str) -> SimpleNamespace:
-        capsys.readouterr()
-        returncode = main(list(args))
-        out = capsys.readouterr()
-        return SimpleNamespace(returncode=returncode, stdout=out.out, stderr=out.err)
-
-    return run
 
 
 def test_run_flags_reproduce_the_stored_options_that_are_not_defaults():
@@ -39,7 +19,10 @@ def test_run_flags_reproduce_the_stored_options_that_are_not_defaults():
     assert run_flags({"lr_sweep": None}) == ["--lr-sweep=off"]  # stored None: the run trained one rate
 
 
-def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, pebench, tiny, tmp_path):
+def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, pebench_cli, tiny, tmp_path,
+                                                                     monkeypatch):  # fmt: skip
+    pebench = pebench_cli  # its commands in this process, from tmp_path (rebuild's suite session is a process)
+    monkeypatch.chdir(tmp_path)
     url = f"sqlite:///{tmp_path / 'ref.db'}"
     built = run_suite("--encoding", "rope,alibi", "--task", "k_back", "-k", "L64", *tiny, "--steps", "4",
                       "--no-cache", "--db", url)  # fmt: skip
