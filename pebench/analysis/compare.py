@@ -28,7 +28,7 @@ from pebench import metrics
 from pebench.analysis import lr
 from pebench.analysis.scoring import ok_scores
 from pebench.analysis.stats import Estimate, estimate
-from pebench.case import Case
+from pebench.case import case_id, model_name
 from pebench.errors import PebenchError
 from pebench.metrics import Metric, Tolerances
 from pebench.store.database import open_db, resolve_run_id
@@ -90,7 +90,7 @@ class CaseComparison:
 
     @property
     def case(self) -> str:
-        return Case(self.encoding, self.task, self.eval_length, point=self.point).id
+        return case_id(self.encoding, self.task, self.eval_length, self.point)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,7 +121,7 @@ class SpeedComparison:
 
     @property
     def model(self) -> str:
-        return Case(self.encoding, self.task, 0, point=self.point).model
+        return model_name(self.encoding, self.task, self.point)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,7 +179,7 @@ class Comparison:
 
 
 def _case_name(key: tuple[Any, ...]) -> str:
-    return Case(str(key[0]), str(key[1]), int(key[2]), point=str(key[3])).id
+    return case_id(str(key[0]), str(key[1]), int(key[2]), str(key[3]))
 
 
 def config_difference(a: Any, b: Any, prefix: str = "") -> list[str]:

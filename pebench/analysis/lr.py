@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from pebench import metrics
+from pebench.case import Point
 from pebench.errors import PebenchError
 from pebench.store.load import point_column
 
@@ -40,6 +41,9 @@ GRID = (1e-3, 3e-3)
 """The rates of the default protocol and of ``--lr-sweep`` without a value. 1e-2 was left out: in the measurement of
 issue 30 it was chosen in 3 of 43 choices, all on long_range_match, where nothing was learned at any rate but NoPE's
 "partly" (``--lr-sweep 1e-3,3e-3,1e-2`` puts it back)."""
+
+AXIS = "lr"
+"""The sweep axis of the learning rate (``--sweep lr=...``; the default protocol's points ``lr0.001``, ``lr0.003``)."""
 
 LEGACY_GRID = "0.001,0.003,0.01"
 """The grid of runs stored before the default protocol (``lr_sweep: ""``, the flag alone, meant this grid)."""
@@ -146,10 +150,21 @@ def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
     return pd.concat(keep) if keep else df.iloc[0:0]
 
 
+def rate_of(point: str | Point) -> float | None:
+    """The learning rate of a point of the rate alone (``lr0.003`` -> 0.003; a stored point's text is read as a point
+    of the one axis :data:`AXIS`); None for any other point (none, or one of other axes)."""
+    if isinstance(point, str):
+        try:
+            point = Point.parse(point, (AXIS,))
+        except ValueError:
+            return None
+    return float(point[AXIS]) if set(point) == {AXIS} else None
+
+
 def best_point(scored: Iterable[tuple[float, str]], higher_is_better: bool) -> str:
     """The ``lrV`` point of the best final validation among ``scored`` ((validation, point) pairs), higher or lower
     by the metric's direction; a tie goes to the lower rate."""
-    return max(scored, key=lambda vp: (vp[0] if higher_is_better else -vp[0], -float(vp[1].removeprefix("lr"))))[1]
+    return max(scored, key=lambda vp: (vp[0] if higher_is_better else -vp[0], -(rate_of(vp[1]) or 0.0)))[1]
 
 
 def mixed_text(grids: Iterable[str | None]) -> str:
@@ -183,7 +198,7 @@ def chosen_records(records: Sequence[Any], validation: Mapping[tuple[str, int], 
     keep: list[Any] = []
     for recs in groups.values():
         points = {r.point for r in recs}
-        if not all(p.startswith("lr") for p in points) or len(points) < 2:
+        if any(rate_of(p) is None for p in points) or len(points) < 2:
             keep += recs
             continue
         marked = [r.point for r in recs if (halving or {}).get((r.case_id, r.seed)) == "chosen"]

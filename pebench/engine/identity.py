@@ -94,7 +94,7 @@ def new_record(settings: Settings, task: Task, case: Case) -> ResultRecord:
     enc_fp, task_fp = encoding_fingerprint(case.encoding, config["encoding"]["options"]), task_fingerprint(task)
     return ResultRecord(
         case_id=case.id,
-        point=case.point,
+        point=str(case.point),
         encoding=case.encoding,
         encoding_version=enc_cls.version,
         task=case.task,

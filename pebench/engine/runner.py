@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from pebench.case import Case
+from pebench.case import Case, Point
 from pebench.encodings.registry import not_applicable
 from pebench.engine.cache import ModelCache, Timer, TrainedModel
 from pebench.engine.device import pick_device, resolve_precision, worker_device
@@ -61,7 +61,7 @@ class Runner:
         """The run's ``--sweep`` (:mod:`pebench.engine.sweep`): a case runs with its point's settings."""
         self.failed_models: dict[str, str] = {}
         """Model key -> why its training failed elsewhere (e.g. on Ray): its cases are recorded as errors."""
-        self._caches = {"": ModelCache(self._resolved(settings), self.device, self.failed_models)}
+        self._caches = {Point(): ModelCache(self._resolved(settings), self.device, self.failed_models)}
 
     def _resolved(self, settings: Settings) -> Settings:
         # --precision auto means the precision this device trains in; the configuration records the resolved one
@@ -70,19 +70,20 @@ class Runner:
     @property
     def settings(self) -> Settings:
         """The run's settings (``--precision auto`` resolved for :attr:`device`)."""
-        return self._caches[""].settings
+        return self._caches[Point()].settings
 
-    def models(self, point: str = "") -> ModelCache:
-        """The model cache of sweep point ``point`` (the run's for ``""`` or without a sweep), built on first use
-        from the run's settings with the point's values; it shares the progress display and the failed models."""
-        point = point if self.sweep else ""
+    def models(self, point: Point = Point()) -> ModelCache:  # noqa: B008 -- a Point is immutable
+        """The model cache of sweep point ``point`` (the run's for ``Point()`` or without a sweep), built on first
+        use from the run's settings with the point's values; it shares the progress display and the failed
+        models."""
+        point = point if self.sweep else Point()
         if point not in self._caches:
             settings = self._resolved(self.sweep.settings(self.settings, point))
             self._caches[point] = ModelCache(settings, self.device, self.failed_models)
         self._caches[point].progress_context = self.progress_context
         return self._caches[point]
 
-    def task(self, name: str, point: str = "") -> Task:
+    def task(self, name: str, point: Point = Point()) -> Task:  # noqa: B008 -- a Point is immutable
         """Task ``name`` with the settings of sweep point ``point``, built once."""
         return self.models(point).task(name)
 

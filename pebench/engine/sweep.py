@@ -7,37 +7,43 @@ but ``--device``), or an option of one encoding or task as ``OWNER:OPTION`` (``r
 a *point*: a sweep of a setting applies to every case, one of an encoding's (a task's) options only to the cases of
 that encoding (task), so ``--sweep rope:base=100,10000`` gives rope two points and ALiBi none.
 
-A point is a part of the case id after the length, one ``{name}{value}`` per swept axis, joined by ``-``
-(``rope-k_back-L64-layers4``, ``rope-k_back-L64-layers4-lr0.01-s1``; :class:`pebench.case.Case`), so ``-k layers4``
-selects it. Each point is its own configuration: its settings are the run's with the point's values
-(:meth:`Sweep.settings`), so its models have their own config hash and are trained, checkpointed, reused, sharded and
-merged as any other. A float is written with ``:g`` (``0.01``, ``1e-05``), anything else as given.
+A point is typed (:class:`pebench.case.Point`, axis name -> value); in the case id it is the part after the length,
+one ``{name}{value}`` per swept axis, joined by ``-`` (``rope-k_back-L64-layers4``,
+``rope-k_back-L64-layers4-lr0.01-s1``; :class:`pebench.case.Case`), so ``-k layers4`` selects it. Each point is its
+own configuration: its settings are the run's with the point's values (:meth:`Sweep.settings`), so its models have
+their own config hash and are trained, checkpointed, reused, sharded and merged as any other. A float is written with
+``:g`` (``0.01``, ``1e-05``), anything else as given.
 
 Invalid input is one line before any training: an unknown name (naming the valid ones), a value of the wrong type,
 an empty or repeated value, a name swept twice, two options of the same name from different owners (their id parts
-would clash); values out of range are caught by the settings' and options' own checks for every point.
+would clash), a value that would make its point's id read back as another point (``-`` and another axis's name in a
+value); values out of range are caught by the settings' and options' own checks for every point.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pebench import encodings, tasks
+from pebench.case import VALUE, Point
 from pebench.engine.settings import FLAGS, Settings, dests
 from pebench.errors import PebenchError
-
-_VALUE = re.compile(r"^[A-Za-z0-9_.+/:-]+$")
-"""What a swept value may be written with (it becomes part of a test id)."""
 
 
 def sweepable() -> dict[str, str]:
     """Sweep name -> the :class:`Settings` field it sets: every setting flag but ``--device``, named as its flag
     without the dashes (``-`` written ``_``)."""
     return {FLAGS[d].flag.removeprefix("--").replace("-", "_"): d for d in dests("setting") if d != "device"}
+
+
+def _read_back(name: str, text: str, axes: Sequence[str]) -> Point | None:
+    try:
+        return Point.parse(f"{name}{text}", axes)
+    except ValueError:
+        return None
 
 
 class SweepError(PebenchError):
@@ -91,7 +97,7 @@ def _axis(raw: str) -> Axis:
     texts = [t.strip() for t in rest.split(",")]
     if any(not t for t in texts):
         raise SweepError(f"--sweep {raw!r} has an empty value; give NAME=V1,V2,...")
-    bad = next((t for t in texts if not _VALUE.match(t)), None)
+    bad = next((t for t in texts if not VALUE.match(t)), None)
     if bad is not None:
         raise SweepError(f"--sweep {raw!r}: value {bad!r} may hold only letters, digits and _ . + - / :")
     if ":" in name:
@@ -126,7 +132,6 @@ class Sweep:
 
     def __init__(self, axes: Sequence[Axis] = ()) -> None:
         self.axes = tuple(axes)
-        self._points: dict[str, tuple[tuple[Axis, int], ...]] = {"": ()}
 
     @classmethod
     def parse(cls, texts: Sequence[str]) -> Sweep:
@@ -140,39 +145,47 @@ class Sweep:
                     f"is an option of both {other.owner} and {a.owner} (their case ids would clash)"  # fmt: skip
                 raise SweepError(f"--sweep: {a.name} {what}; give each name once")
             seen[a.name] = a
+        for a in axes:  # each point's id reads back as that point (Point.parse): no value holds "-" and a name
+            bad = next((t for t in a.texts if _read_back(a.name, t, seen) != Point(((a.name, t),))), None)
+            if bad is not None:
+                raise SweepError(f"--sweep {a.spec()!r}: the value {bad!r} would make the case id {a.name}{bad} read "
+                                 f"back as another point (axes: {', '.join(seen)}); give values without '-' before "
+                                 "an axis's name")  # fmt: skip
         return cls(axes)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The swept axes' names, as the case ids' points are read back with them (:meth:`Case.parse`)."""
+        return tuple(a.name for a in self.axes)
 
     def __bool__(self) -> bool:
         return bool(self.axes)
 
-    def points(self, encoding: str, task: str) -> list[str]:
-        """The id parts of the points of (``encoding``, ``task``), in the order of the axes' product (``[""]``
-        when no axis applies)."""
+    def points(self, encoding: str, task: str) -> list[Point]:
+        """The points of (``encoding``, ``task``), in the order of the axes' product (``[Point()]`` when no axis
+        applies)."""
         axes = [a for a in self.axes if a.applies(encoding, task)]
-        out = []
-        for combo in itertools.product(*(range(len(a.values)) for a in axes)):
-            point = "-".join(f"{a.name}{a.texts[i]}" for a, i in zip(axes, combo, strict=True))
-            self._points[point] = tuple(zip(axes, combo, strict=True))
-            out.append(point)
-        return out
+        return [Point(tuple((a.name, a.texts[i]) for a, i in zip(axes, combo, strict=True)))
+                for combo in itertools.product(*(range(len(a.values)) for a in axes))]  # fmt: skip
 
-    def settings(self, base: Settings, point: str) -> Settings:
-        """``base`` with the values of ``point`` (one of :meth:`points`' id parts), checked."""
-        if point not in self._points:  # every point of every (encoding, task) the axes name
-            for enc in {a.owner for a in self.axes if a.kind == "encoding"} | {""}:
-                for task in {a.owner for a in self.axes if a.kind == "task"} | {""}:
-                    self.points(enc, task)
-        if point not in self._points:
-            raise SweepError(f"unknown sweep point {point!r}; this run's points: {', '.join(sorted(self._points))}")
+    def settings(self, base: Settings, point: Point) -> Settings:
+        """``base`` with the values of ``point`` (one of :meth:`points`), checked."""
+        axes = {a.name: a for a in self.axes}
+        unknown = next((f"{n}{v}" for n, v in point.items() if n not in axes or v not in axes[n].texts), None)
+        if unknown is not None:
+            raise SweepError(f"unknown sweep point {str(point)!r} ({unknown} is swept by no axis); this run's axes: "
+                             f"{' '.join(a.spec() for a in self.axes) or 'none'}")  # fmt: skip
         changes: dict[str, Any] = {}
         enc_opts = {k: dict(v) for k, v in base.encoding_options.items()}
         task_opts = {k: dict(v) for k, v in base.task_options.items()}
-        for axis, i in self._points[point]:
+        for name, text in point.items():
+            axis = axes[name]
+            value = axis.values[axis.texts.index(text)]
             if axis.kind == "setting":
-                changes[axis.field] = axis.values[i]
+                changes[axis.field] = value
             else:
                 opts = enc_opts if axis.kind == "encoding" else task_opts
-                opts.setdefault(axis.owner, {})[axis.field] = axis.values[i]
+                opts.setdefault(axis.owner, {})[axis.field] = value
         settings = replace(base, encoding_options=enc_opts, task_options=task_opts, **changes)
         settings.check()
         return settings

@@ -10,15 +10,16 @@ from typing import Any
 
 import pandas as pd
 
+from pebench.analysis.lr import rate_of
+
 CELL = ["encoding", "task", "train_length", "seed"]
 """One cell of the protocol: each (encoding, task, seed) chooses its rate."""
 
 
 def rate_text(point: str) -> str:
-    """A rate point (``lr0.001``) as ``1e-3``; a point that is not a number is returned as it is."""
-    try:
-        value = float(point.removeprefix("lr"))
-    except ValueError:
+    """A rate point (``lr0.001``) as ``1e-3``; a point that is no rate is returned as it is."""
+    value = rate_of(point)
+    if value is None:
         return point
     mantissa, exponent = f"{value:e}".split("e")
     return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
@@ -26,10 +27,8 @@ def rate_text(point: str) -> str:
 
 def _sorted(counts: Mapping[str, int]) -> list[tuple[str, int]]:
     def key(point: str) -> tuple[float, str]:
-        try:
-            return float(point.removeprefix("lr")), point
-        except ValueError:
-            return float("inf"), point
+        rate = rate_of(point)
+        return (float("inf") if rate is None else rate), point
 
     return sorted(counts.items(), key=lambda kv: key(kv[0]))
 

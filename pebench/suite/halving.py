@@ -22,7 +22,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pebench.case import Case
+from pebench.analysis.lr import rate_of
+from pebench.case import Case, Point
 from pebench.engine.cache import Timer
 from pebench.engine.runner import Runner
 from pebench.store.record import ResultRecord
@@ -35,25 +36,25 @@ class Halving:
     ``--lr-sweep``, sorted lowest rate first) gets its cell's chosen rate's full run or its own short run, marked as
     such; any other case runs as ``runner`` runs it."""
 
-    def __init__(self, runner: Runner, points: Sequence[str]) -> None:
+    def __init__(self, runner: Runner, points: Sequence[Point]) -> None:
         self.runner = runner
-        self.points = sorted(points, key=lambda p: float(p.removeprefix("lr")))
-        self._short: dict[tuple[str, str], Runner] = {}
-        self._winner: dict[tuple[str, str, int], str] = {}
+        self.points = sorted(points, key=lambda p: rate_of(p) or 0.0)
+        self._short: dict[tuple[Point, str], Runner] = {}
+        self._winner: dict[tuple[str, str, int], Point] = {}
 
-    def budget(self, point: str, task: str) -> tuple[int, int]:
+    def budget(self, point: Point, task: str) -> tuple[int, int]:
         """(the full budget, the short run's steps) of ``task`` at ``point``."""
         steps = self.runner.models(point).settings.train_config(self.runner.task(task, point)).steps
         return steps, max(1, math.ceil(steps / len(self.points)))
 
-    def short(self, point: str, task: str) -> Runner:
+    def short(self, point: Point, task: str) -> Runner:
         """The runner of the short runs of ``task`` at ``point``: the point's settings with the short step count."""
         if (point, task) not in self._short:
             settings = replace(self.runner.models(point).settings, steps=self.budget(point, task)[1])
             self._short[(point, task)] = Runner(settings, self.runner.progress_context, self.runner.reuse)
         return self._short[(point, task)]
 
-    def winner(self, case: Case) -> str:
+    def winner(self, case: Case) -> Point:
         """The rate point chosen for ``case``'s cell (its short runs trained once, here or from checkpoints)."""
         key = (case.encoding, case.task, case.seed)
         if key not in self._winner:

@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 import torch
 
-from pebench.case import Case
+from pebench.case import Case, Point
 from pebench.errors import PebenchError
 from pebench.store.writable import check_database, check_directory, check_file
 from pebench.suite.state import SuiteState
@@ -90,7 +90,7 @@ def preflight(config: pytest.Config, state: SuiteState) -> None:
     _check_outside_encodings(state)
 
 
-def _planned(config: pytest.Config, state: SuiteState, point: str | None) -> pd.DataFrame:
+def _planned(config: pytest.Config, state: SuiteState, point: Point | None) -> pd.DataFrame:
     """The rows this run will store, as the page reads them (encoding, task, lengths, configuration), at sweep
     point ``point`` (None: each pair's first point, a learning-rate sweep's page comparing cells without the rate)."""
     rows = []

@@ -15,6 +15,7 @@ loads it.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from xdist.scheduler import LoadScopeScheduling
 
@@ -27,14 +28,14 @@ DISTRIBUTIONS = ("load", "loadgroup")
 """xdist distributions the suite replaces by model scheduling."""
 
 
-def model_of(nodeid: str, seeds_together: bool = False) -> str:
-    """The model a suite case belongs to (``rope-k_back`` or ``rope-k_back-s1``; with ``seeds_together``, as when
-    seeds are packed into one batched model, every seed's case belongs to ``rope-k_back``); other nodeids are their
-    own."""
+def model_of(nodeid: str, seeds_together: bool = False, names: Collection[str] = ()) -> str:
+    """The model a suite case belongs to (``rope-k_back`` or ``rope-k_back-s1``, ``rope-k_back-layers4`` at a point
+    of the sweep axes ``names``; with ``seeds_together``, as when seeds are packed into one batched model, every
+    seed's case belongs to ``rope-k_back``); other nodeids are their own."""
     base = nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
     m = _PARAM.search(base)
     try:
-        case, seeded = Case.parse(m[1] if m else "")
+        case, seeded = Case.parse(m[1] if m else "", names)
     except ValueError:
         return nodeid
     return case.model_id(seeded and not seeds_together)
@@ -44,7 +45,8 @@ class ModelScheduling(LoadScopeScheduling):
     """xdist's scope scheduling with one scope per model (see the module docstring)."""
 
     def _split_scope(self, nodeid: str) -> str:
-        return model_of(nodeid, seeds_together=self.config.stash[STATE].settings.pack_seeds > 1)
+        state = self.config.stash[STATE]
+        return model_of(nodeid, state.settings.pack_seeds > 1, state.runner.sweep.names)
 
     def schedule(self) -> None:
         """Before the first cases go out: the models to train and the time they should take, from the workers'
@@ -64,7 +66,7 @@ class ModelScheduling(LoadScopeScheduling):
         for nodeid in nodeids:
             m = _PARAM.search(nodeid)
             try:
-                case, _ = Case.parse(m[1] if m else "")
+                case, _ = Case.parse(m[1] if m else "", state.runner.sweep.names)
             except ValueError:
                 continue
             if state.runner.not_applicable(case.encoding, case.task) is None:

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 from pebench import metrics
 from pebench.analysis import noise, reach, scoring
+from pebench.analysis.lr import rate_of
 from pebench.case import by_point
 from pebench.status import ResultStatus
 from pebench.store.record import ResultRecord
@@ -78,7 +79,8 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
         if lr_rates is not None:
             chosen = defaultdict(list)
             for r in sorted({(r.encoding, r.seed, r.point) for r in recs}):
-                chosen[r[0]].append(r[2].removeprefix("lr") or "-")
+                rate = rate_of(r[2])
+                chosen[r[0]].append("-" if rate is None else f"{rate:g}")
             lines.append(f"  each at its best rate of {lr_rates} (per seed): "
                          + ", ".join(f"{e} {' '.join(v)}" for e, v in sorted(chosen.items())))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pebench.case import Case
+from pebench.case import Case, Point
 from pebench.suite.launch import NO_CACHE, SUITE_ARGS, asks_for_cache, pytest_args
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +114,7 @@ def test_pebench_run_help_lists_the_cache_options(tmp_path):
 
 
 def test_the_readme_says_what_the_database_stores_as_a_case_id():
-    case = Case("rope", "k_back", 64, seed=1, point="layers4")
+    case = Case("rope", "k_back", 64, seed=1, point=Point.of(layers=4))
     assert (case.id, case.test_id(seeded=True)) == ("rope-k_back-L64-layers4", "rope-k_back-L64-layers4-s1")
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert ("The database stores the id without the seed (`case_id`: `rope-k_back-L64`, `rope-k_back-L64-layers4`) "

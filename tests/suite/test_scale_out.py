@@ -27,6 +27,10 @@ def test_model_of_a_case_id():
     assert model_of("suite/test_positional_encodings.py::test_case[rope-k_back-L64-s1]") == "rope-k_back-s1"
     assert model_of("suite/t.py::test_case[rope-k_back-L64]@rope-k_back-s0") == "rope-k_back"  # xdist loadgroup
     assert model_of("tests/test_x.py::test_y") == "tests/test_x.py::test_y"
+    # at a sweep point, read with the run's axes: the point's own model (a point is no model without its axes)
+    swept = "suite/t.py::test_case[rope-k_back-L64-layers4-lr1e-05-s1]"
+    assert model_of(swept, names=("layers", "lr")) == "rope-k_back-layers4-lr1e-05-s1"
+    assert model_of(swept, seeds_together=True, names=("layers", "lr")) == "rope-k_back-layers4-lr1e-05"
 
 
 @pytest.mark.slow

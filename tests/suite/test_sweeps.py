@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pebench.analysis.sweeps import PointError, one_point
-from pebench.case import Case, by_point, point_of
+from pebench.case import Case, Point, by_point, point_of
 from pebench.engine.runner import Runner
 from pebench.engine.settings import Settings
 from pebench.engine.sweep import Sweep
@@ -39,29 +39,58 @@ def test_a_bad_sweep_is_one_line(args, message):
 
 def test_points_apply_where_they_belong():
     sweep = Sweep.parse(["layers=1,2", "lr=1e-2,3e-3", "rope:base=100,10000"])
-    assert sweep.points("alibi", "k_back") == ["layers1-lr0.01", "layers1-lr0.003", "layers2-lr0.01", "layers2-lr0.003"]
-    assert len(sweep.points("rope", "k_back")) == 8 and "layers2-lr0.01-base100" in sweep.points("rope", "k_back")
-    assert Sweep.parse(["k_back:k=2,3"]).points("rope", "copy") == [""]
-    s = sweep.settings(Settings(d_model=32), "layers2-lr0.01-base100")
+    assert [str(p) for p in sweep.points("alibi", "k_back")] == ["layers1-lr0.01", "layers1-lr0.003", "layers2-lr0.01",
+                                                                "layers2-lr0.003"]  # fmt: skip
+    assert len(sweep.points("rope", "k_back")) == 8
+    assert Point.of(layers=2, lr="0.01", base=100) in sweep.points("rope", "k_back")
+    assert Sweep.parse(["k_back:k=2,3"]).points("rope", "copy") == [Point()]
+    s = sweep.settings(Settings(d_model=32), Point.of(layers=2, lr="0.01", base=100))
     assert (s.n_layers, s.lr, s.d_model, s.encoding_options["rope"]["base"]) == (2, 0.01, 32, 100.0)
     with pytest.raises(PebenchError, match="--heads"):  # each point's settings pass the settings' own checks
-        Sweep.parse(["heads=3"]).settings(Settings(d_model=32), "heads3")
+        Sweep.parse(["heads=3"]).settings(Settings(d_model=32), Point.of(heads=3))
+    with pytest.raises(PebenchError, match="unknown sweep point 'layers3' \\(layers3 is swept by no axis\\)"):
+        sweep.settings(Settings(), Point.of(layers=3))
+
+
+def test_a_point_is_a_typed_mapping_read_back_with_its_axes():
+    """The point of a case is axis -> value; its id text reads back only with the axes' names, the one of the most
+    axes when several readings exist, and a sweep refuses a value whose id would read back as another point."""
+    point = Point.of(layers=4, lr="1e-05")
+    assert dict(point) == {"layers": "4", "lr": "1e-05"} and str(point) == "layers4-lr1e-05" and point["lr"] == "1e-05"
+    assert not Point() and str(Point()) == "" and Point() != ""
+    names = Sweep.parse(["layers=4", "lr=1e-5", "precision=bf16", "rope:base=100"]).names
+    for text in ("lr1e-05", "layers4-lr1e-05", "precisionbf16", "base100-layers4"):
+        assert str(Point.parse(text, names)) == text
+    assert Point.parse("precisionbf16", names) == Point.of(precision="bf16")  # no split without the names
+    with pytest.raises(ValueError, match="is no point of the axes"):
+        Point.parse("heads4", names)
+    # "lr_max" and "lr" are both names: "lr_max0.1" reads two ways with one axis each
+    with pytest.raises(ValueError, match="splits into more than one point"):
+        Point.parse("lr_max0.1", ("lr", "lr_max"))
+    with pytest.raises(PebenchError, match="would make the case id short_factorones-layers4 read back as another"):
+        Sweep.parse(["longrope:short_factor=ones-layers4", "layers=4"])
+    with pytest.raises(TypeError, match="Case.point is a Point"):
+        Case("rope", "k_back", 64, 0, "layers4")
 
 
 def test_each_point_is_its_own_configuration():
     runner = Runner(Settings(d_model=16, n_heads=2, device="cpu"), sweep=Sweep.parse(["layers=1,3"]))
-    a, b, plain = (Case("rope", "k_back", 64, 0, p) for p in ("layers1", "layers3", ""))
+    a, b, plain = (Case("rope", "k_back", 64, 0, p) for p in (Point.of(layers=1), Point.of(layers=3), Point()))
     assert runner.describe(a)["model"]["n_layers"] == 1 and runner.describe(b)["model"]["n_layers"] == 3
     assert len({runner.model_key(a), runner.model_key(b), runner.model_key(plain)}) == 3
     # a point at the run's own value is the same model as no sweep (the same configuration)
     assert Runner(Settings(d_model=16, n_heads=2), sweep=Sweep.parse(["layers=2"])).model_key(
-        Case("rope", "k_back", 64, 0, "layers2")) == runner.model_key(plain)
-    assert a.id == "rope-k_back-L64-layers1" and Case.parse("rope-k_back-L64-layers1-s2")[0] == \
-        Case("rope", "k_back", 64, 2, "layers1")  # fmt: skip
+        Case("rope", "k_back", 64, 0, Point.of(layers=2))) == runner.model_key(plain)
+    names = ("layers", "lr", "steps", "base", "n_pairs")
+    assert a.id == "rope-k_back-L64-layers1" and Case.parse("rope-k_back-L64-layers1-s2", names)[0] == \
+        Case("rope", "k_back", 64, 2, Point.of(layers=1))  # fmt: skip
     assert Case.parse("rope-k_back-L64-s2")[0] == Case("rope", "k_back", 64, 2)
-    for point in ("lr1e-05", "layers4-lr0.01", "steps600", "base100-n_pairs8"):
-        case = Case("rope", "k_back", 64, 3, point)
-        assert Case.parse(case.test_id(seeded=True)) == (case, True) and Case.parse(case.id)[0].point == point
+    with pytest.raises(ValueError, match="not a case id of these sweep axes"):
+        Case.parse("rope-k_back-L64-layers1")  # a point needs the axes to be read
+    for text in ("lr1e-05", "layers4-lr0.01", "steps600", "base100-n_pairs8"):
+        case = Case("rope", "k_back", 64, 3, Point.parse(text, names))
+        assert Case.parse(case.test_id(seeded=True), names) == (case, True) and str(case.point) == text
+        assert point_of(case.id) == text
 
 
 def test_results_of_points_are_shown_apart():
@@ -124,11 +153,11 @@ def test_scale_presets_grow_width_depth_heads_and_steps():
     sizes = {}
     for point in runner.sweep.points("rope", "k_back"):
         config = runner.describe(Case("rope", "k_back", 64, 0, point))
-        sizes[point] = (config["model"]["d_model"], config["model"]["n_layers"], config["model"]["n_heads"],
+        sizes[str(point)] = (config["model"]["d_model"], config["model"]["n_layers"], config["model"]["n_heads"],
                         config["train"]["steps"])  # fmt: skip
     assert sizes == {"scaletiny": (128, 2, 4, 200), "scalesmall": (256, 4, 8, 300), "scalebase": (384, 6, 8, 400)}
     assert Runner(Settings()).describe(Case("rope", "k_back", 64)) == \
-        runner.describe(Case("rope", "k_back", 64, 0, "scaletiny"))  # fmt: skip
+        runner.describe(Case("rope", "k_back", 64, 0, Point.of(scale="tiny")))  # fmt: skip
     small = Settings(scale="small", d_model=64, n_layers=1)  # factors on whatever the flags set
     assert (small.model_config(runner.task("k_back"), "nope").d_model, small.layers_for("nope")) == (128, 2)
     with pytest.raises(PebenchError, match="--scale 'huge' is invalid; valid: tiny, small, base"):

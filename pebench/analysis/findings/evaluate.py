@@ -29,7 +29,7 @@ from pebench import metrics
 from pebench.analysis.findings.claims import Check, Finding, Term
 from pebench.analysis.scoring import finite, normalised
 from pebench.analysis.stats import Estimate, estimate
-from pebench.case import Case
+from pebench.case import Case, model_of_id
 from pebench.status import ResultStatus
 
 
@@ -200,11 +200,8 @@ def _case_order(missing: tuple[str, str]) -> tuple[Any, ...]:
     case = missing[0]
     if case.startswith("task "):
         return (0, case, 0)
-    try:
-        parsed, _ = Case.parse(case)
-    except ValueError:
-        return (0, case, 0)
-    return (1, parsed.model, parsed.length)
+    parsed = model_of_id(case)
+    return (0, case, 0) if parsed is None else (1, *parsed)
 
 
 def evaluate(finding: Finding, df: pd.DataFrame, cases: Cases | None = None) -> FindingResult:
