@@ -111,7 +111,8 @@ def cell_stats(per_seed: Mapping[int, float], sigma: float | None) -> tuple[floa
     return m, None if sigma is None else sigma * sigma
 
 
-def _filled_sigmas(tasks: list[str], sigmas: Mapping[str, float | None]) -> dict[str, float | None]:
+def filled_sigmas(tasks: list[str], sigmas: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Each task's sigma, the median of the known ones where a task has none."""
     known = [float(s) for t in tasks if (s := sigmas.get(t)) is not None and math.isfinite(s)]
     fallback = statistics.median(known) if known else None
     return {t: sigmas[t] if sigmas.get(t) is not None else fallback for t in tasks}
@@ -130,7 +131,7 @@ def rank(per: PerSeed, sigmas: Mapping[str, float | None], replicates: int = REP
     per = {e: {t: s for t, s in by_task.items() if s} for e, by_task in per.items()}
     per = {e: by_task for e, by_task in per.items() if by_task}
     all_tasks = sorted({t for by_task in per.values() for t in by_task})
-    sig = _filled_sigmas(all_tasks, sigmas)
+    sig = filled_sigmas(all_tasks, sigmas)
     cells = {e: {t: cell_stats(s, sig[t]) for t, s in by_task.items()} for e, by_task in per.items()}
     full = sorted(e for e in cells if len(cells[e]) == len(all_tasks))
     partial = sorted(set(cells) - set(full))

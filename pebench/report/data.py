@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from pebench.analysis import lr
+from pebench.analysis import across_scale, lr
 from pebench.analysis.ranking import REPLICATES, Ranking
 from pebench.analysis.reference import Joined, join, nothing_comparable_text, protocol_split, stale_text
 from pebench.analysis.sweeps import one_point, points, rankings
@@ -19,6 +19,7 @@ from pebench.report import attn, board, charts, header, overview, predicted, see
 from pebench.report.findings import findings_view
 from pebench.report.grid import cell_grids
 from pebench.report.rates import per_encoding
+from pebench.report.scale import scale_views
 from pebench.report.sweep import sweep_view
 from pebench.store import load as store_load
 from pebench.store.database import open_db, resolve_run_id, safe_url
@@ -73,8 +74,8 @@ def lr_view(rates: str, sel: pd.DataFrame) -> dict[str, Any]:
     """The page's notice for an ``--lr-sweep`` run: the rates and how many cells chose each."""
     cells = sel.drop_duplicates(["encoding", "task", "train_length", "seed"]) if not sel.empty else sel
     counts = cells["lr_point"].value_counts().to_dict() if not cells.empty else {}
-    return {"rates": rates, "chosen": ", ".join(f"{p.removeprefix('lr')}: {n}" for p, n in sorted(counts.items())),
-            "n_cells": len(cells)}  # fmt: skip
+    chosen = sorted((lr.rate_of(p), p, n) for p, n in counts.items() if lr.rate_of(p) is not None)
+    return {"rates": rates, "chosen": ", ".join(f"{r:g}: {n}" for r, _, n in chosen), "n_cells": len(cells)}
 
 
 def _reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> tuple[Joined, dict[str, Any]]:
@@ -149,6 +150,10 @@ class _Selection:
     """The rows shown at every sweep point and rate."""
     rates: str | None
     """The learning-rate protocol's rates of an ``--lr-sweep`` run shown whole; None otherwise."""
+    sizes: pd.DataFrame
+    """With ``--run all``: the rows of the runs at another model size (:func:`set_aside_sizes`), compared with the
+    shown rows across scale and never ranked with them; empty otherwise."""
+    size_runs: list[dict[str, Any]]
 
 
 def _select_rows(engine: Any, choice: int | str, point: str | None) -> _Selection:
@@ -161,6 +166,8 @@ def _select_rows(engine: Any, choice: int | str, point: str | None) -> _Selectio
         run_ids = [resolve_run_id(engine, choice)]
     sel, shown_runs = select(df, run_ids, choice)
     run_rows = [r for r in runs if r["id"] in set(run_ids if choice != "all" else shown_runs)]
+    sel, sizes, run_rows, size_runs = set_aside_sizes(sel, run_rows) if choice == "all" and point is None else \
+        (sel, sel.iloc[0:0], run_rows, [])  # fmt: skip
     grids = {lr.protocol(r["options"]) for r in run_rows}
     if point is None and len(grids) > 1:  # --run all over runs of both protocols: never ranked together
         raise ReportError(f"{lr.mixed_text(grids)}: give --run RUN_ID, or --point lrV")
@@ -172,7 +179,20 @@ def _select_rows(engine: Any, choice: int | str, point: str | None) -> _Selectio
         sel = sel.assign(lr_grid=rates)  # the seed spread of this protocol (pebench.analysis.noise)
     else:
         sel = one_point(sel, point)
-    return _Selection(df, runs, run_rows, sel, every_point, rates)
+    return _Selection(df, runs, run_rows, sel, every_point, rates, sizes, size_runs)
+
+
+def set_aside_sizes(sel: pd.DataFrame, run_rows: list[dict[str, Any]]
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+    """``sel`` without the rows of the runs that swept only the model's size
+    (:func:`pebench.analysis.across_scale.size_sweep`), those rows, and the runs of each; nothing is set aside when
+    nothing else would remain (a page of such a run alone shows its sweep as any other)."""
+    sized = {r["id"] for r in run_rows if across_scale.size_sweep(r["options"])}
+    if not sized or sized >= set(sel["run_id"]):
+        return sel, sel.iloc[0:0], run_rows, []
+    aside = sel["run_id"].isin(sized)
+    return sel[~aside], sel[aside], [r for r in run_rows if r["id"] not in sized], \
+        [r for r in run_rows if r["id"] in sized]  # fmt: skip
 
 
 def _head(db_url: str, s: _Selection, choice: int | str) -> dict[str, Any]:
@@ -189,6 +209,7 @@ def _head(db_url: str, s: _Selection, choice: int | str) -> dict[str, Any]:
         "reference": None,
         "predicted": None,
         "standing": [],
+        "across_scale": [],
         "lr_protocol": None if s.rates is None else lr_view(s.rates, s.sel),
         # a run merged to ship (pebench merge --slim) had its attention snapshots dropped: say so, not "none"
         "slim": next(filter(None, ((r["options"] or {}).get("slim") for r in s.run_rows)), None),
@@ -298,6 +319,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             sweep=sweep_view(rankings(store_load.attach_json(engine, s.every_point)), assembled.colors)
             if s.rates is None and len(points(s.every_point)) > 1 else [],
             lr_rates=per_encoding(sel, order, assembled.colors) if s.rates is not None else None,
+            across_scale=scale_views(engine, s.sizes, s.size_runs, assembled),
         )
         return context
     finally:

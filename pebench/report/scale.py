@@ -1,0 +1,74 @@
+"""The page's "Across scale" section (issue 69): the shown ranking beside the same cells at a larger model, for the
+runs set aside as another model size (:func:`pebench.report.data.set_aside_sizes`): Kendall's tau of the two orders
+with its interval, each task's tau, who moved beyond the noise and whether the leaders stay
+(:func:`pebench.analysis.across_scale.across_scale`). Compact by design: one table of the compared encodings, never a
+full ranking per size."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from pebench.analysis import lr
+from pebench.analysis.across_scale import AcrossScale, across_scale
+from pebench.report import views
+from pebench.store import load as store_load
+
+
+@dataclass
+class ScaleView:
+    """One larger model (a sweep point) against the page's rows."""
+
+    point: str
+    protocol: str
+    """The larger run's learning-rate protocol, in words."""
+    result: AcrossScale
+    rows: list[tuple[str, str, str, str, str]]
+    """Per compared encoding, in the default size's order: (encoding, colour, rank at the default size with its
+    range, rank at the larger model with its range, ``↑``/``↓`` when it moved beyond the noise else ``–``)."""
+    per_task: list[tuple[str, str]]
+    """(task, tau text) per task."""
+    sentence: str
+
+
+def _sentence(point: str, r: AcrossScale) -> str:
+    moved = [m for m in r.moves if m.moved]
+    ups = ", ".join(m.encoding for m in moved if m.moved == "up") or "none"
+    downs = ", ".join(m.encoding for m in moved if m.moved == "down") or "none"
+    leaders = r.base.groups[0] if r.base.groups else []
+    who = f"The leader {leaders[0]}" if len(leaders) == 1 else f"The leaders ({', '.join(leaders)})"
+    stay = ("stays" if len(leaders) == 1 else "stay") if r.leaders_stay else \
+        ("does not stay" if len(leaders) == 1 else "do not all stay")  # fmt: skip
+    return (f"At {point}, the order of {len(r.encodings)} encodings on {len(r.tasks)} tasks agrees with the default "
+            f"size's by Kendall's τ-b {r.overall.text}. Beyond the noise, up: {ups}; down: {downs}. {who} {stay} "
+            "in the first tie group.")  # fmt: skip
+
+
+def _rank(rank: int, range_text: str) -> str:
+    """``3 (2-7)``, or ``3`` when the range is the rank alone."""
+    return str(rank) if range_text == str(rank) else f"{rank} ({range_text})"
+
+
+def scale_views(engine: Any, sizes: pd.DataFrame, size_runs: Sequence[Mapping[str, Any]],
+                shown: views.Assembled) -> list[ScaleView]:  # fmt: skip
+    """One view per point of ``sizes`` (the rows of the runs at another model size) that shares two encodings and a
+    task with the page's rows ``shown``."""
+    if sizes.empty:
+        return []
+    protocols = {int(r["id"]): lr.protocol_text(r["options"]) for r in size_runs}
+    out = []
+    for point, rows in sizes.assign(point=store_load.point_column(sizes)).groupby("point", sort=True):
+        other = views.assemble(store_load.attach_json(engine, rows.drop(columns=["point"])), rows.iloc[0:0])
+        result = across_scale(shown.ood_per_seed, other.ood_per_seed, shown.sigmas)
+        if result is None:
+            continue
+        arrow = {"up": "↑", "down": "↓", "": "–"}
+        table = [(m.encoding, shown.colors.get(m.encoding, "#555555"), _rank(m.base_rank, m.base_range),
+                  _rank(m.other_rank, m.other_range), arrow[m.moved]) for m in result.moves]  # fmt: skip
+        runs = sorted({int(r) for r in rows["run_id"]})
+        out.append(ScaleView(str(point), "; ".join(sorted({protocols.get(r, "?") for r in runs})), result, table,
+                             [(t, a.text) for t, a in result.per_task.items()], _sentence(str(point), result)))
+    return out

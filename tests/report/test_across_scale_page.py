@@ -1,0 +1,69 @@
+"""The page's "Across scale" section (issue 69): a run at another model size (a ``--sweep d_model=...`` run) is set
+aside from the page's ranking and compared with it -- the two sizes never share a ranking -- with the known tau of a
+hand-made pair of orders."""
+
+import pytest
+
+from pebench import store as db
+from pebench.report import build_context, render_report
+
+RUN = {"package_version": "0", "torch_version": "t", "python_version": "3", "device": "cpu:test", "host": "h",
+       "git_commit": "abcdef0123456789", "git_dirty": False, "tier": "quick"}  # fmt: skip
+TASKS = ["t1", "t2", "t3"]
+DEFAULT = {"a": 0.95, "b": 0.85, "c": 0.75, "d": 0.65, "e": 0.55}  # accuracy at 2x the training length, chance 0.5
+LARGER = {"a": 0.70, "b": 0.90, "c": 0.80, "d": 0.75, "e": 0.60}  # a falls from first to fourth: 3 of 10 pairs swap
+
+
+def record(enc: str, task: str, length: int, seed: int, score: float, point: str, d_model: int) -> dict:
+    at = f"-{point}" if point else ""
+    return {
+        "case_id": f"{enc}-{task}-L{length}{at}", "point": point, "encoding": enc, "encoding_version": "1",
+        "task": task, "task_version": "1", "train_length": 32, "eval_length": length, "seed": seed,
+        "config": {"model": {"vocab_size": 16, "d_model": d_model, "n_layers": 2, "n_heads": 4},
+                   "train": {"steps": 5, "lr": 0.001}},
+        "config_hash": f"h-{enc}-{task}-{d_model}", "status": "ok", "metric": "accuracy", "higher_is_better": True,
+        "chance_level": 0.5, "score": score, "train_time_s": 1.0, "model_reused": length != 32, "metrics": {},
+        "curve": [{"step": 1, "loss": 2.0, "accuracy": 0.1}, {"step": 5, "loss": 1.0, "accuracy": 0.5}],
+    }  # fmt: skip
+
+
+def write(url: str, scores: dict[str, float], point: str, d_model: int, options: dict, seeds: int) -> None:
+    engine = db.open_db(url)
+    run_id = db.start_run(engine, dict(RUN, options=options))
+    for enc, s in scores.items():
+        for task in TASKS:
+            for seed in range(seeds):
+                db.add_result(engine, run_id, record(enc, task, 32, seed, 1.0, point, d_model))
+                db.add_result(engine, run_id, record(enc, task, 64, seed, s, point, d_model))
+    db.finish_run(engine, run_id, "finished")
+    engine.dispose()
+
+
+@pytest.fixture
+def two_sizes(tmp_path):
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    write(url, DEFAULT, "", 128, {"sweep": [], "lr_sweep": None}, seeds=2)
+    write(url, LARGER, "d_model256", 256, {"sweep": ["d_model=256"], "lr_sweep": None}, seeds=1)
+    return url
+
+
+def test_the_larger_model_is_compared_across_scale_and_never_ranked_with_the_default(two_sizes, tmp_path):
+    ctx = build_context(two_sizes, "all")
+    # the page's ranking is the default size's alone: five rows, a first, the larger run's rows in no cell
+    assert [e.encoding for e in ctx["entries"]] == ["a", "b", "c", "d", "e"]
+    assert ctx["entries"][0].ood.value == pytest.approx(0.9)  # (0.95 - 0.5) / 0.5, not a mean with 0.4
+    (view,) = ctx["across_scale"]
+    assert view.point == "d_model256" and view.protocol == "one learning rate"
+    assert view.result.overall.tau == pytest.approx((7 - 3) / 10)
+    assert dict(view.per_task) == {t: f"{(7 - 3) / 10:.2f} [0.40, 0.40]" for t in TASKS}  # same cells: no doubt
+    moved = {row[0]: row[4] for row in view.rows}
+    assert moved["a"] == "↓" and view.rows[0][2:4] == ("1", "4")
+    assert "The leader a does not stay in the first tie group" in view.sentence
+    out = tmp_path / "page.html"
+    render_report(two_sizes, out, "all")
+    html = out.read_text()
+    assert '<section id="across-scale">' in html and 'data-point="d_model256"' in html
+    # one run, or a sweep run alone: nothing is set aside, and a page of the larger run is its own ranking
+    assert build_context(two_sizes, 1)["across_scale"] == []
+    alone = build_context(two_sizes, 2)
+    assert alone["across_scale"] == [] and [e.encoding for e in alone["entries"]][0] == "b"
