@@ -13,7 +13,10 @@ Only the encodings and tasks that both sides hold are compared.
   seeds), with a 95% interval from a deterministic bootstrap (:data:`~pebench.analysis.ranking.REPLICATES`
   replicates, generator seed :data:`~pebench.analysis.ranking.SEED`) that resamples the tasks (the same draw for both
   sizes) and redraws every cell of both sizes as m + N(0, v), v the variance of the cell's mean
-  (:func:`pebench.analysis.ranking.cell_stats`).
+  (:func:`pebench.analysis.ranking.cell_stats`). It is the percentile interval of the replicates' tau: the tau a
+  replication would measure. The redrawn noise itself lowers tau (noise can only break an agreement that is there),
+  so for a measured tau near 1 the interval can lie below it; it is not recentred, because recentring would turn a
+  tie within the noise (tau anywhere in [-1, 1]) into a confident disagreement.
 * **Agreement per task**: tau-b between the two sizes' cell means over the encodings, its interval from the seed
   noise alone (the task is fixed).
 * **Moved**: an encoding whose rank ranges at the two sizes do not overlap moved beyond the noise, up (a better rank

@@ -54,12 +54,12 @@ def test_within_the_noise_nothing_moved_and_the_interval_is_wide():
     assert [m.moved for m in out.moves] == [""] * 6 and len(out.base.groups) == 1
 
 
-def test_the_interval_is_deterministic_and_contains_the_estimate():
+def test_the_interval_is_deterministic():
     larger = dict(BASE, b=BASE["d"] - 0.01)
     a = across_scale(table(BASE, jitter=0.05), table(larger, jitter=0.05), {t: 0.05 for t in TASKS})
     b = across_scale(table(BASE, jitter=0.05), table(larger, jitter=0.05), {t: 0.05 for t in TASKS})
     assert a is not None and b is not None and a.overall == b.overall and a.per_task == b.per_task
-    assert a.overall.low <= a.overall.tau <= a.overall.high
+    assert a.overall.low <= a.overall.tau <= a.overall.high  # a tau away from 1: inside its replicates' range
     assert a.overall.text == f"{a.overall.tau:.2f} [{a.overall.low:.2f}, {a.overall.high:.2f}]"
 
 
