@@ -5,6 +5,7 @@ hand-made pair of orders."""
 import pytest
 
 from pebench import store as db
+from pebench.analysis.findings.output import run_findings
 from pebench.report import build_context, render_report
 
 RUN = {"package_version": "0", "torch_version": "t", "python_version": "3", "device": "cpu:test", "host": "h",
@@ -67,3 +68,5 @@ def test_the_larger_model_is_compared_across_scale_and_never_ranked_with_the_def
     assert build_context(two_sizes, 1)["across_scale"] == []
     alone = build_context(two_sizes, 2)
     assert alone["across_scale"] == [] and [e.encoding for e in alone["entries"]][0] == "b"
+    # the findings of --run all test the default size only (not a mix of the two sizes' cells)
+    assert run_findings(two_sizes, "all").runs == [1]

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from pebench.analysis import lr
+from pebench.analysis.across_scale import size_sweep
 from pebench.analysis.findings.evaluate import (
     FAILS,
     HOLDS,
@@ -88,11 +89,16 @@ class FindingsReport:
 
 
 def run_findings(db_url: str, run: int | str | None = "latest", point: str | None = None) -> FindingsReport:
-    """Every finding against ``run`` (with a sweep, against its ``point``:
+    """Every finding against ``run`` (with a sweep, against its ``point``; with ``--run all``, never the runs at
+    another model size, :func:`pebench.analysis.across_scale.size_sweep`, when other runs remain:
     :func:`pebench.analysis.sweeps.one_point`; a learning-rate sweep without ``point``, against each cell at its
     chosen rate: :func:`pebench.analysis.lr.at_chosen_rates`)."""
     choice = check_run(run)
     df, runs = load_run(db_url, choice)
+    if choice == "all" and point is None and "run_options" in df:  # a larger model is compared, never ranked here
+        sized = df["run_options"].map(size_sweep).astype(bool)
+        if sized.any() and not sized.all():
+            df, runs = df[~sized], sorted({int(r) for r in df.loc[~sized, "run_id"]})
     if point is None and any(lr.protocol(o) is not None for o in df.get("run_options", [])):
         try:  # each cell at its own chosen rate: the rates differ from cell to cell, and are not points to rank
             return FindingsReport(db_url, choice, runs, evaluate_all(lr.at_chosen_rates(db_url, df)))
