@@ -157,7 +157,8 @@ def load(spec: str, base: Path | None = None) -> Plugin:
 
 def _exec_file(module: str, path: Path) -> None:
     """Import ``path`` as module ``module`` (its directory joins ``sys.path``, as for a script, so it may import
-    its neighbours)."""
+    its neighbours), writing no bytecode beside it: a run leaves in the user's directory only what it says it
+    writes, whether or not PYTHONDONTWRITEBYTECODE is set."""
     if str(path.parent) not in sys.path:
         sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location(module, path)
@@ -165,7 +166,11 @@ def _exec_file(module: str, path: Path) -> None:
         raise PluginError(f"--plugin {str(path)!r}: not a Python file; {_USAGE}")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[module] = mod  # before running it: dataclasses and pickling look the module up
-    spec.loader.exec_module(mod)
+    before, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__/ beside the user's file
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.dont_write_bytecode = before
 
 
 def load_all(specs: Iterable[str], base: Path | None = None) -> list[Plugin]:

@@ -23,6 +23,13 @@ import torch._dynamo  # noqa: F401
 
 import pebench.suite.plugin  # noqa: F401
 
+# The tests start about a hundred Python processes (suite sessions, `pebench` commands, xdist and Ray workers). Where
+# PYTHONDONTWRITEBYTECODE is set (as in some containers), each of them compiled pebench from source again: about 4 of
+# a suite process's 18 s on a 2-core AMD EPYC (18.3 s -> 14.0 s a process once the bytecode is cached). The tests
+# write bytecode, next to the sources as Python does by default (`__pycache__/`, ignored by git).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 # Under `pytest tests -n N` (the README's command has -n 2), each xdist worker takes its share of the cores for torch's
 # threads, and the suite runs it starts in subprocesses inherit that share: N workers each running as many threads as
 # there are cores oversubscribe the CPU. Quiet, 2 cores: -n 2 with one thread each 4:36; plain `pytest tests` 6:04
