@@ -319,7 +319,8 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
             sweep=sweep_view(rankings(store_load.attach_json(engine, s.every_point)), assembled.colors)
             if s.rates is None and len(points(s.every_point)) > 1 else [],
             lr_rates=per_encoding(sel, order, assembled.colors) if s.rates is not None else None,
-            across_scale=scale_views(engine, s.sizes, s.size_runs, assembled),
+            across_scale=scale_views(engine, s.sizes, s.size_runs, assembled,
+                                     s.every_point if s.rates is not None else None),
         )
         return context
     finally:

@@ -32,12 +32,39 @@ class ScaleView:
     per_task: list[tuple[str, str]]
     """(task, tau text) per task."""
     sentence: str
+    same_rate: str = ""
+    """Against the default size's results at the larger run's one learning rate (a learning-rate protocol page,
+    whose every rate is stored): the comparison without the per-cell choice of rate; empty otherwise."""
+
+
+def _moved(r: AcrossScale) -> tuple[str, str]:
+    """The encodings that moved up and down beyond the noise (``none`` for none)."""
+    return (", ".join(m.encoding for m in r.moves if m.moved == "up") or "none",
+            ", ".join(m.encoding for m in r.moves if m.moved == "down") or "none")  # fmt: skip
+
+
+def _same_rate(engine: Any, every_point: pd.DataFrame | None, rows: pd.DataFrame, rate: float | None,
+               other: views.Assembled, sigmas: Mapping[str, float | None]) -> str:  # fmt: skip
+    """The comparison with the default size's results at ``rate`` (the larger run's one rate), when ``every_point``
+    holds them: the like-for-like check of a protocol page, whose cells each chose their own rate."""
+    if every_point is None or every_point.empty or rate is None:
+        return ""
+    at = next((p for p in set(store_load.point_column(every_point)) if lr.rate_of(p) == rate), None)
+    if at is None:
+        return ""
+    base = store_load.at_point(every_point, at)
+    base = base[base["encoding"].isin(set(rows["encoding"])) & base["task"].isin(set(rows["task"]))]
+    result = across_scale(views.assemble(store_load.attach_json(engine, base), base.iloc[0:0]).ood_per_seed,
+                          other.ood_per_seed, sigmas) if not base.empty else None  # fmt: skip
+    if result is None:
+        return ""
+    ups, downs = _moved(result)
+    return (f"Against the default size at the same learning rate ({rate:g} in every cell, its {at} results, not each "
+            f"cell's chosen rate): τ-b {result.overall.text}; beyond the noise, up: {ups}; down: {downs}.")
 
 
 def _sentence(point: str, r: AcrossScale) -> str:
-    moved = [m for m in r.moves if m.moved]
-    ups = ", ".join(m.encoding for m in moved if m.moved == "up") or "none"
-    downs = ", ".join(m.encoding for m in moved if m.moved == "down") or "none"
+    ups, downs = _moved(r)
     leaders = r.base.groups[0] if r.base.groups else []
     who = f"The leader {leaders[0]}" if len(leaders) == 1 else f"The leaders ({', '.join(leaders)})"
     stay = ("stays" if len(leaders) == 1 else "stay") if r.leaders_stay else \
@@ -52,13 +79,16 @@ def _rank(rank: int, range_text: str) -> str:
     return str(rank) if range_text == str(rank) else f"{rank} ({range_text})"
 
 
-def scale_views(engine: Any, sizes: pd.DataFrame, size_runs: Sequence[Mapping[str, Any]],
-                shown: views.Assembled) -> list[ScaleView]:  # fmt: skip
+def scale_views(engine: Any, sizes: pd.DataFrame, size_runs: Sequence[Mapping[str, Any]], shown: views.Assembled,
+                every_point: pd.DataFrame | None = None) -> list[ScaleView]:  # fmt: skip
     """One view per point of ``sizes`` (the rows of the runs at another model size) that shares two encodings and a
-    task with the page's rows ``shown``."""
+    task with the page's rows ``shown``; with ``every_point`` (a learning-rate protocol page's rows at every rate),
+    also the comparison at the larger run's own rate (:func:`_same_rate`)."""
     if sizes.empty:
         return []
     protocols = {int(r["id"]): lr.protocol_text(r["options"]) for r in size_runs}
+    one_rate = {int(r["id"]): (r["options"] or {}).get("lr") if lr.protocol(r["options"]) is None else None
+                for r in size_runs}  # fmt: skip
     out = []
     for point, rows in sizes.assign(point=store_load.point_column(sizes)).groupby("point", sort=True):
         other = views.assemble(store_load.attach_json(engine, rows.drop(columns=["point"])), rows.iloc[0:0])
@@ -69,6 +99,9 @@ def scale_views(engine: Any, sizes: pd.DataFrame, size_runs: Sequence[Mapping[st
         table = [(m.encoding, shown.colors.get(m.encoding, "#555555"), _rank(m.base_rank, m.base_range),
                   _rank(m.other_rank, m.other_range), arrow[m.moved]) for m in result.moves]  # fmt: skip
         runs = sorted({int(r) for r in rows["run_id"]})
+        rates = {one_rate.get(r) for r in runs}
+        rate = float(rates.pop()) if len(rates) == 1 and None not in rates else None
         out.append(ScaleView(str(point), "; ".join(sorted({protocols.get(r, "?") for r in runs})), result, table,
-                             [(t, a.text) for t, a in result.per_task.items()], _sentence(str(point), result)))
+                             [(t, a.text) for t, a in result.per_task.items()], _sentence(str(point), result),
+                             _same_rate(engine, every_point, rows, rate, other, shown.sigmas)))
     return out

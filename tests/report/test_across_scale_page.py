@@ -15,7 +15,8 @@ DEFAULT = {"a": 0.95, "b": 0.85, "c": 0.75, "d": 0.65, "e": 0.55}  # accuracy at
 LARGER = {"a": 0.70, "b": 0.90, "c": 0.80, "d": 0.75, "e": 0.60}  # a falls from first to fourth: 3 of 10 pairs swap
 
 
-def record(enc: str, task: str, length: int, seed: int, score: float, point: str, d_model: int) -> dict:
+def record(enc: str, task: str, length: int, seed: int, score: float, point: str, d_model: int,
+           val: float = 0.5) -> dict:  # fmt: skip
     at = f"-{point}" if point else ""
     return {
         "case_id": f"{enc}-{task}-L{length}{at}", "point": point, "encoding": enc, "encoding_version": "1",
@@ -24,18 +25,23 @@ def record(enc: str, task: str, length: int, seed: int, score: float, point: str
                    "train": {"steps": 5, "lr": 0.001}},
         "config_hash": f"h-{enc}-{task}-{d_model}", "status": "ok", "metric": "accuracy", "higher_is_better": True,
         "chance_level": 0.5, "score": score, "train_time_s": 1.0, "model_reused": length != 32, "metrics": {},
-        "curve": [{"step": 1, "loss": 2.0, "accuracy": 0.1}, {"step": 5, "loss": 1.0, "accuracy": 0.5}],
+        "curve": [{"step": 1, "loss": 2.0, "accuracy": 0.1},
+                  {"step": 5, "loss": 1.0, "accuracy": 0.5, "val_accuracy_1x": val}],
     }  # fmt: skip
 
 
-def write(url: str, scores: dict[str, float], point: str, d_model: int, options: dict, seeds: int) -> None:
+def write(url: str, scores: dict[str, float], point: str, d_model: int, options: dict, seeds: int,
+          more: dict[str, tuple[dict[str, float], dict[str, float]]] | None = None) -> None:  # fmt: skip
+    """One run of ``scores`` at ``point``, and at each point of ``more``: (scores, validations) there."""
     engine = db.open_db(url)
     run_id = db.start_run(engine, dict(RUN, options=options))
-    for enc, s in scores.items():
-        for task in TASKS:
-            for seed in range(seeds):
-                db.add_result(engine, run_id, record(enc, task, 32, seed, 1.0, point, d_model))
-                db.add_result(engine, run_id, record(enc, task, 64, seed, s, point, d_model))
+    for at, (by_enc, vals) in {point: (scores, {}), **(more or {})}.items():
+        for enc, s in by_enc.items():
+            for task in TASKS:
+                for seed in range(seeds):
+                    v = vals.get(enc, 0.5)
+                    db.add_result(engine, run_id, record(enc, task, 32, seed, 1.0, at, d_model, v))
+                    db.add_result(engine, run_id, record(enc, task, 64, seed, s, at, d_model, v))
     db.finish_run(engine, run_id, "finished")
     engine.dispose()
 
@@ -70,3 +76,19 @@ def test_the_larger_model_is_compared_across_scale_and_never_ranked_with_the_def
     assert alone["across_scale"] == [] and [e.encoding for e in alone["entries"]][0] == "b"
     # the findings of --run all test the default size only (not a mix of the two sizes' cells)
     assert run_findings(two_sizes, "all").runs == [1]
+
+
+def test_a_protocol_page_also_compares_at_the_larger_runs_own_rate(tmp_path):
+    """On a learning-rate protocol page each cell is at its chosen rate; the larger model ran one rate, so the
+    section adds the like-for-like comparison with the default size's results at that rate."""
+    url = f"sqlite:///{tmp_path / 'protocol.db'}"
+    at_3e3 = {"a": 0.60, "b": 0.55, "c": 0.55, "d": 0.55, "e": 0.55}  # a validates best at 3e-3 and scores 0.2 there
+    write(url, DEFAULT, "lr0.001", 128, {"sweep": [], "lr_sweep": "0.001,0.003"}, seeds=1,
+          more={"lr0.003": (at_3e3, {"a": 0.9, "b": 0.1, "c": 0.1, "d": 0.1, "e": 0.1})})
+    write(url, DEFAULT, "d_model256", 256, {"sweep": ["d_model=256"], "lr_sweep": None, "lr": 0.001}, seeds=1)
+    ctx = build_context(url, "all")
+    assert [e.encoding for e in ctx["entries"]] == ["b", "c", "d", "a", "e"]  # a at its chosen 3e-3
+    (view,) = ctx["across_scale"]
+    assert view.result.overall.tau == pytest.approx((7 - 3) / 10)  # against the chosen rates: a moved
+    assert view.same_rate.startswith("Against the default size at the same learning rate (0.001 in every cell, its "
+                                     "lr0.001 results") and "τ-b 1.00 [1.00, 1.00]" in view.same_rate  # fmt: skip
