@@ -24,9 +24,10 @@ import torch._dynamo  # noqa: F401
 import pebench.suite.plugin  # noqa: F401
 
 # The tests start about a hundred Python processes (suite sessions, `pebench` commands, xdist and Ray workers). Where
-# PYTHONDONTWRITEBYTECODE is set (as in some containers), each of them compiled pebench from source again: about 4 of
-# a suite process's 18 s on a 2-core AMD EPYC (18.3 s -> 14.0 s a process once the bytecode is cached). The tests
-# write bytecode, next to the sources as Python does by default (`__pycache__/`, ignored by git).
+# PYTHONDONTWRITEBYTECODE is set (as in some containers), each of them compiled pebench from source again: about 1.3 s
+# a suite process on a 2-core AMD EPYC (the SQLite store-under-load test, 11 suite processes, alternating runs from
+# clean caches: 141 s and 145 s without bytecode, 129 s and 128 s with it). The tests write bytecode, next to the
+# sources as Python does by default (`__pycache__/`, ignored by git).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
