@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pebench import metrics
 from pebench.analysis.compare import CompareError, config_difference, est_dict, threshold
@@ -18,6 +16,9 @@ from pebench.metrics import Tolerances
 from pebench.status import ResultStatus
 from pebench.store.load import load
 from pebench.store.record import ResultRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Baseline:

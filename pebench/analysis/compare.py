@@ -20,9 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pebench import metrics
 from pebench.analysis import lr
@@ -33,6 +31,9 @@ from pebench.errors import PebenchError
 from pebench.metrics import Metric, Tolerances
 from pebench.store.database import open_db, resolve_run_id
 from pebench.store.load import load, point_column
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KEY = ("encoding", "task", "eval_length", "point")
 """A case of the comparison: the sweep point (``lr0.001``, ``layers4``; ``""`` for none) keeps each point apart."""

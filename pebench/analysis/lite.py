@@ -17,12 +17,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from pebench.errors import PebenchError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LITE_FILE = Path(__file__).resolve().parents[1] / "data" / "lite.json"
 
@@ -80,6 +82,7 @@ def validate(table: pd.DataFrame, cost: np.ndarray, budget: float,
     """Leave-one-encoding-out validation of the lite tier chosen within ``budget`` minutes of ALiBi's training;
     with ``ranges`` (encoding -> the full ranking's 95% rank range, :mod:`pebench.analysis.ranking`) also the share
     of encodings whose predicted rank is within 3 of the actual one or inside that range (the issue's target)."""
+    import pandas as pd
     from scipy import stats  # here, not at the top: scipy.stats would add a second to every suite's start
     scores, full = table.to_numpy(), table.mean(axis=1).to_numpy()
     n = len(table)

@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pebench import metrics
 from pebench.case import Point
 from pebench.errors import PebenchError
 from pebench.store.load import point_column
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GRID = (1e-3, 3e-3)
 """The rates of the default protocol and of ``--lr-sweep`` without a value. 1e-2 was left out: in the measurement of
@@ -130,6 +131,8 @@ def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
     """The rows of ``df`` (one ``--lr-sweep`` run) at each (encoding, task, seed)'s chosen rate (see the module
     docstring; with ``--lr-halving`` and a ``metrics`` column, the rate marked chosen), with the column
     ``lr_point``. A cell without validation keeps no row (its rates are all shown by ``--point``)."""
+    import pandas as pd
+
     if df.empty:
         return df.assign(lr_point=[])
     df = df.assign(lr_point=point_column(df))

@@ -28,9 +28,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pebench import encodings
 from pebench.analysis.scoring import add_normalised, finite, learned_verdict, mean
@@ -38,6 +36,9 @@ from pebench.analysis.stats import t_interval
 from pebench.errors import UnknownNameError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SPREAD_FILE = Path(__file__).resolve().parents[1] / "data" / "seed_spread.json"
 Z95 = 1.959964

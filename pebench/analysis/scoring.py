@@ -22,14 +22,16 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from pebench import metrics
 from pebench.metrics import Metric
 from pebench.status import ResultStatus
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def finite(v: Any) -> bool:

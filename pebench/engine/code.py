@@ -12,12 +12,13 @@ import ast
 import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pebench import encodings, tasks
 from pebench.plugins import external_files
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _source_files(*modules: Any) -> Iterable[Path]:

@@ -6,14 +6,16 @@ full ranking per size."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from pebench.analysis import lr
+from pebench.analysis import lr, scoring
 from pebench.analysis.across_scale import AcrossScale, across_scale
+from pebench.analysis.ranking import PerSeed
 from pebench.report import views
 from pebench.store import load as store_load
 
@@ -37,6 +39,22 @@ class ScaleView:
     whose every rate is stored): the comparison without the per-cell choice of rate; empty otherwise."""
 
 
+def ood_per_seed(sel: pd.DataFrame) -> PerSeed:
+    """Encoding -> task key -> seed -> normalised OOD score of ``sel`` (rows with their configs): the leaderboard's
+    input, which :func:`~pebench.report.views.assemble` gathers while it builds the tables, read alone (all that the
+    comparisons here need)."""
+    groups = scoring.groups_by_task(scoring.add_normalised(sel))
+    keys = views.task_keys(groups)
+    out: dict[str, dict[str, dict[int, float]]] = defaultdict(dict)
+    for tk, enc_groups in groups.items():
+        lengths = sorted({L for g in enc_groups.values() for L in g.by_length})
+        ood_lengths = scoring.split_lengths(lengths, tk[1])[1]
+        for enc, g in enc_groups.items():
+            if o_norm := scoring.per_seed_norm(g, ood_lengths):
+                out[enc][keys[tk][0]] = o_norm
+    return dict(out)
+
+
 def _moved(r: AcrossScale) -> tuple[str, str]:
     """The encodings that moved up and down beyond the noise (``none`` for none)."""
     return (", ".join(m.encoding for m in r.moves if m.moved == "up") or "none",
@@ -44,7 +62,7 @@ def _moved(r: AcrossScale) -> tuple[str, str]:
 
 
 def _same_rate(engine: Any, every_point: pd.DataFrame | None, rows: pd.DataFrame, rate: float | None,
-               other: views.Assembled, sigmas: Mapping[str, float | None]) -> str:  # fmt: skip
+               other: PerSeed, sigmas: Mapping[str, float | None]) -> str:  # fmt: skip
     """The comparison with the default size's results at ``rate`` (the larger run's one rate), when ``every_point``
     holds them: the like-for-like check of a protocol page, whose cells each chose their own rate."""
     if every_point is None or every_point.empty or rate is None:
@@ -54,8 +72,8 @@ def _same_rate(engine: Any, every_point: pd.DataFrame | None, rows: pd.DataFrame
         return ""
     base = store_load.at_point(every_point, at)
     base = base[base["encoding"].isin(set(rows["encoding"])) & base["task"].isin(set(rows["task"]))]
-    result = across_scale(views.assemble(store_load.attach_json(engine, base), base.iloc[0:0]).ood_per_seed,
-                          other.ood_per_seed, sigmas) if not base.empty else None  # fmt: skip
+    result = across_scale(ood_per_seed(store_load.attach_json(engine, base)), other, sigmas) \
+        if not base.empty else None  # fmt: skip
     if result is None:
         return ""
     ups, downs = _moved(result)
@@ -91,8 +109,8 @@ def scale_views(engine: Any, sizes: pd.DataFrame, size_runs: Sequence[Mapping[st
                 for r in size_runs}  # fmt: skip
     out = []
     for point, rows in sizes.assign(point=store_load.point_column(sizes)).groupby("point", sort=True):
-        other = views.assemble(store_load.attach_json(engine, rows.drop(columns=["point"])), rows.iloc[0:0])
-        result = across_scale(shown.ood_per_seed, other.ood_per_seed, shown.sigmas)
+        other = ood_per_seed(store_load.attach_json(engine, rows.drop(columns=["point"])))
+        result = across_scale(shown.ood_per_seed, other, shown.sigmas)
         if result is None:
             continue
         arrow = {"up": "↑", "down": "↓", "": "–"}

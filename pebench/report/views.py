@@ -164,7 +164,7 @@ def _cell(values: Mapping[int, float] | Sequence[float], digits: int) -> Cell:
     return Cell(value=value, half=half, n=n, digits=digits)
 
 
-def _task_keys(groups: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], tuple[str, str]]:
+def task_keys(groups: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], tuple[str, str]]:
     """(task, train length) -> (key, label); the train length joins the label only where a task has several."""
     counts: dict[str, int] = defaultdict(int)
     for task, _ in groups:
@@ -377,7 +377,7 @@ def assemble(sel: pd.DataFrame, prev: pd.DataFrame) -> Assembled:
     in_family_order = families.ordered(encodings)  # so that the members of one family differ in colour and marker
     colors = encoding_colors(in_family_order)
     markers = {e: MARKER_SHAPES[i % len(MARKER_SHAPES)] for i, e in enumerate(in_family_order)}
-    keys = _task_keys(groups)
+    keys = task_keys(groups)
     acc = _Scores()
     views = [
         _task_view(tk, *keys[tk], groups[tk], prev_groups.get(tk, {}), colors, markers, acc) for tk in sorted(groups)

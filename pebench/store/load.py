@@ -8,9 +8,8 @@ JSON columns only for the rows it shows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -19,6 +18,9 @@ from pebench.case import point_of
 from pebench.store.database import open_db
 from pebench.store.lifecycle import effective_status, resolve_run_id, run_counts
 from pebench.store.schema import CurvePoint, Result, Run
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CHUNK = 500
 """Ids per ``IN (...)`` query."""
@@ -33,6 +35,8 @@ def load(db_url: str, run: int | str | None = None, encodings: Sequence[str] | N
     ``run_device``, ...; ``run_status`` as things stand, see :mod:`pebench.store.lifecycle`). ``config`` and
     ``metrics`` stay as dicts.
     """
+    import pandas as pd
+
     engine = open_db(db_url, create=False)
     try:
         query = select(Result, Run).join(Run, Result.run_id == Run.id).order_by(Result.id)
@@ -69,6 +73,8 @@ def point_column(df: pd.DataFrame) -> pd.Series:
     """The sweep point of each result of ``df`` (its ``point`` column, :attr:`pebench.case.Case.point`; "" at none):
     the one way every reader gets a result's point. A frame built without that column (by hand, from records of an
     older format) has it read from its case ids by :func:`pebench.case.point_of`."""
+    import pandas as pd
+
     if "point" in df.columns:
         return df["point"].fillna("").astype(str)
     return df["case_id"].map(point_of) if "case_id" in df.columns else pd.Series("", index=df.index, dtype=str)
@@ -85,6 +91,8 @@ def load_light(engine: Engine) -> pd.DataFrame:
 
     :func:`load` decodes every JSON column of every run; here those are read only for the rows shown
     (:func:`attach_json`), which keeps a 10,000-result page well inside its time budget."""
+    import pandas as pd
+
     cols = [getattr(Result, c) for c in LIGHT_COLUMNS]
     with engine.connect() as conn:
         rows = conn.execute(select(*cols).order_by(Result.id)).all()
@@ -119,6 +127,8 @@ def runs(engine: Engine) -> list[dict[str, Any]]:
 def run_table(db_url: str, run_ids: Iterable[int] | None = None) -> pd.DataFrame:
     """The runs (or those of ``run_ids``) as ``pebench results`` lists them: id, status as things stand, start,
     host, device, commit and number of results."""
+    import pandas as pd
+
     engine = open_db(db_url, create=False)
     try:
         rows = runs(engine)

@@ -22,9 +22,8 @@ and writes the file at the end, so the preflight checks it as ``--report``'s.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pytest
 import torch
 
@@ -32,6 +31,9 @@ from pebench.case import Case, Point
 from pebench.errors import PebenchError
 from pebench.store.writable import check_database, check_directory, check_file
 from pebench.suite.state import SuiteState
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PROBE_BATCH = 2
 """Samples of the batch a plugin's hooks are checked on."""
@@ -93,6 +95,8 @@ def preflight(config: pytest.Config, state: SuiteState) -> None:
 def _planned(config: pytest.Config, state: SuiteState, point: Point | None) -> pd.DataFrame:
     """The rows this run will store, as the page reads them (encoding, task, lengths, configuration), at sweep
     point ``point`` (None: each pair's first point, a learning-rate sweep's page comparing cells without the rate)."""
+    import pandas as pd
+
     rows = []
     for enc in state.encodings:
         for name in state.tasks:

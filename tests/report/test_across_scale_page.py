@@ -92,3 +92,26 @@ def test_a_protocol_page_also_compares_at_the_larger_runs_own_rate(tmp_path):
     assert view.result.overall.tau == pytest.approx((7 - 3) / 10)  # against the chosen rates: a moved
     assert view.same_rate.startswith("Against the default size at the same learning rate (0.001 in every cell, its "
                                      "lr0.001 results") and "τ-b 1.00 [1.00, 1.00]" in view.same_rate  # fmt: skip
+
+
+def test_the_light_per_seed_reader_gives_what_the_tables_gather(tmp_path):
+    """:func:`pebench.report.scale.ood_per_seed` reads the leaderboard's input without building the tables: the
+    same numbers as :func:`pebench.report.views.assemble` on a run with a task at two training lengths (keys
+    ``task@L``), a lower-is-better metric, several seeds and a failed cell."""
+    from pebench.report import synthetic, views
+    from pebench.report.scale import ood_per_seed
+    from pebench.store import load as store_load
+
+    tasks = [synthetic.SynthTask("k_back", 32, (32, 64, 128)), synthetic.SynthTask("k_back", 64, (64, 128)),
+             synthetic.SynthTask("lm", 64, (64, 128, 256), metric="perplexity")]  # fmt: skip
+    spec = synthetic.SynthSpec(["rope", "alibi", "nope"], tasks, seeds=3, curve_points=2, attention=False,
+                               statuses={("alibi", "lm", 256, 1): ("error", "boom")})  # fmt: skip
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    engine = db.open_db(url)
+    synthetic.write_run(engine, synthetic.records(spec))
+    sel = store_load.attach_json(engine, store_load.load_light(engine))
+    engine.dispose()
+    gathered = views.assemble(sel, sel.iloc[0:0]).ood_per_seed
+    assert set(gathered["rope"]) == {"k_back@32", "k_back@64", "lm"}
+    assert set(gathered["alibi"]["lm"]) == {0, 1, 2}
+    assert ood_per_seed(sel) == gathered
