@@ -90,16 +90,21 @@ def comparable_key(config: Mapping[str, Any], encoding: str, chosen_rate: bool =
 def protocol_split(reference: pd.DataFrame, protocols: Mapping[int, str | None], rates: str | None
                    ) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
     """The rows of ``reference`` whose run (``run_id`` -> its learning-rate protocol, :func:`pebench.analysis.lr.
-    protocol`) has the protocol ``rates`` of the run shown, and one line per (encoding, task) of the others."""
-    theirs = reference["run_id"].map(lambda r: protocols.get(int(r)))
+    protocol`) has the protocol ``rates`` of the run shown, and one line per (encoding, task) that has results of
+    the other protocol only (a cell that also has results at ``rates`` is not left out)."""
+    # a list, not Series.map: pandas would turn the one-rate protocol's None into NaN beside a grid's text
+    theirs = pd.Series([protocols.get(int(r)) for r in reference["run_id"]], index=reference.index, dtype=object)
     same = theirs.map(lambda p: p == rates).astype(bool)
+    present = set(zip(reference["encoding"][same], reference["task"][same], strict=True))
+    left = ~same & pd.Series([c not in present for c in zip(reference["encoding"], reference["task"], strict=True)],
+                             index=reference.index, dtype=bool)  # fmt: skip
 
     def text(p: str | None) -> str:
         return "one learning rate" if p is None else f"the best of the learning rates {p} per cell"
 
     out = [f"{e} on {t}: protocol differs ({text(p)} in the reference, {text(rates)} here)"
-           for (e, t), p in sorted({(e, t): p for e, t, p in zip(reference["encoding"][~same], reference["task"][~same],
-                                                                   theirs[~same], strict=True)}.items())]  # fmt: skip
+           for (e, t), p in sorted({(e, t): p for e, t, p in zip(reference["encoding"][left], reference["task"][left],
+                                                                   theirs[left], strict=True)}.items())]  # fmt: skip
     return reference[same], out
 
 
@@ -151,8 +156,11 @@ def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False,
     for (enc, task), g in ref.groupby(["encoding", "task"], sort=True):
         if task not in example:
             continue  # a task the run did not train: nothing to put the reference beside
-        first = g.iloc[0]
-        if (task, comparable_key(first["config"], enc, cr)) not in keys:
+        # row by row: a cell may hold results at several configurations (another model size, issue 69), and only
+        # those comparable with the run are joined; a cell with none is listed with why
+        same = [(task, comparable_key(c, enc, cr)) in keys for c in g["config"]]
+        if not any(same):
+            first = g.iloc[0]
             mine_task = (example[task].get("task") or {})
             theirs = (first["config"].get("task") or {})
             if mine_task.get("version") != theirs.get("version"):
@@ -161,6 +169,7 @@ def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False,
                 why = f"configuration differs: {_difference(comparable_part(first['config'], enc, cr), example[task])}"
             out.append(f"{enc} on {task}: {why}")
             continue
+        g = g[same]
         keep.append(g[g["eval_length"].isin(lengths[task])])
     rows = pd.concat(keep) if keep else ref.iloc[0:0]
     cells = sorted(line.split(":", 1)[0] for line in stale_cells(rows, stored)) if "code_version" in rows else []

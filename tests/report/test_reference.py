@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pebench import encodings, tasks
-from pebench.analysis.reference import comparable_key, join, stale_text
+from pebench.analysis.reference import comparable_key, join, protocol_split, stale_text
 from pebench.cli import main
 from pebench.engine.code import code_version
 from pebench.errors import PebenchError
@@ -52,6 +52,42 @@ def test_only_comparable_cells_are_joined():
                                      "xpos on k_back: configuration differs: model.n_layers 4 vs 'default'"]
     assert comparable_key(_config("nope", layers=6), "nope") == comparable_key(_config("rope"), "rope")
     assert comparable_key(_config("rope", layers=6), "rope") != comparable_key(_config("rope"), "rope")
+
+
+def _wide(enc, layers=2):
+    config = _config(enc, layers=layers)
+    config["model"] = {**config["model"], "d_model": 256}
+    return config
+
+
+def _two_sizes():
+    """nope at the default size and at d_model 256 (a point of its own: ``-d_model256`` in the case id), alibi at
+    256 only."""
+    ref = _rows([("nope", "k_back", 64, _config("nope", layers=6)), ("nope", "k_back", 64, _wide("nope", layers=6)),
+                 ("alibi", "k_back", 64, _wide("alibi"))])  # fmt: skip
+    return ref.assign(case_id=[c + ("-d_model256" if i else "") for i, c in enumerate(ref["case_id"])])
+
+
+def test_a_reference_cell_at_two_model_sizes_joins_only_the_comparable_size():
+    """A reference holding a second model size beside the default (issue 69) puts each size beside a run of that
+    size only: never a mix of the two in one cell, and a cell with no comparable size is listed with why."""
+    ref = _two_sizes()
+    default = join(_rows([("rope", "k_back", 64, _config("rope"))]), ref)
+    assert list(default.rows["id"]) == [0]
+    assert default.not_comparable == ["alibi on k_back: configuration differs: model.d_model 256 vs 128"]
+    wide = join(_rows([("rope", "k_back", 64, _wide("rope"))]), ref)
+    assert sorted(wide.rows["id"]) == [1, 2] and wide.not_comparable == []
+
+
+def test_a_cell_with_results_of_the_runs_protocol_is_not_listed_as_left_out():
+    ref = _two_sizes().assign(run_id=[1, 2, 2])
+    protocols = {1: "0.001,0.003", 2: None}  # the default size at the default protocol, a larger one at one rate
+    rows, out = protocol_split(ref, protocols, "0.001,0.003")
+    assert list(rows["id"]) == [0]
+    assert out == ["alibi on k_back: protocol differs (one learning rate in the reference, the best of the learning "
+                   "rates 0.001,0.003 per cell here)"]  # fmt: skip
+    rows, out = protocol_split(ref, protocols, None)
+    assert list(rows["id"]) == [1, 2] and out == []
 
 
 def test_the_page_puts_the_run_beside_the_reference(run_suite, tiny, tmp_path, capsys):

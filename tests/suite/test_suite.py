@@ -7,8 +7,11 @@ import pytest
 from pebench.store.load import load
 
 
-def collected_ids(run_suite, tmp_path, *args: str) -> list[str]:
-    proc = run_suite("--collect-only", "--db", f"sqlite:///{tmp_path / 'c.db'}", *args, inprocess=True)
+def collected_ids(run_suite, tmp_path, tiny, *args: str) -> list[str]:
+    """The ids ``--collect-only`` lists. At the ``tiny`` model: an id does not depend on the model's size, and the
+    time estimate that a collection prints times a few training steps of each configuration new to the machine
+    (about 80 at the default size for the quick tier of every encoding and task: most of this test's time)."""
+    proc = run_suite("--collect-only", "--db", f"sqlite:///{tmp_path / 'c.db'}", *tiny, *args, inprocess=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "::test_case[" in line]
 
@@ -16,7 +19,7 @@ def collected_ids(run_suite, tmp_path, *args: str) -> list[str]:
 def test_ids_and_tiers(run_suite, tiny, tmp_path):
     from pebench import encodings, tasks
 
-    quick = collected_ids(run_suite, tmp_path)
+    quick = collected_ids(run_suite, tmp_path, tiny)
     expected = [
         f"{e}-{t}-L{n}" for e in encodings.available() for t in tasks.available() for n in tasks.build(t).eval_lengths()
     ]
@@ -24,16 +27,16 @@ def test_ids_and_tiers(run_suite, tiny, tmp_path):
     assert "alibi-k_back-L256" in quick
     two = ("--encoding", "alibi,rope")  # the full tier has thousands of cases per encoding: two are enough here
     some = (*two, "--task", "k_back,sort,lm")  # and three tasks (lm's full tier has its own lengths)
-    full = collected_ids(run_suite, tmp_path, "--tier", "full", *some)
+    full = collected_ids(run_suite, tmp_path, tiny, "--tier", "full", *some)
     assert {i for i in quick if i.split("-")[0] in ("alibi", "rope") and i.split("-")[1] in ("k_back", "sort", "lm")
             } < set(full)  # fmt: skip
-    assert collected_ids(run_suite, tmp_path, "-m", "full", *some) == full
-    assert collected_ids(run_suite, tmp_path, "-k", "alibi and k_back", *two) == [
+    assert collected_ids(run_suite, tmp_path, tiny, "-m", "full", *some) == full
+    assert collected_ids(run_suite, tmp_path, tiny, "-k", "alibi and k_back", *two) == [
         "alibi-k_back-L64",
         "alibi-k_back-L128",
         "alibi-k_back-L256",
     ]
-    seeds = collected_ids(run_suite, tmp_path, "--seeds", "2", "--encoding", "rope", "-k", "k_back and L64")
+    seeds = collected_ids(run_suite, tmp_path, tiny, "--seeds", "2", "--encoding", "rope", "-k", "k_back and L64")
     assert seeds == ["rope-k_back-L64-s0", "rope-k_back-L64-s1"]
 
 
