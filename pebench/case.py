@@ -16,6 +16,10 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+TIERS = ("quick", "full")
+"""The evaluation tiers: which lengths of a task are cases (:meth:`pebench.tasks.base.Task.eval_lengths`; the quick
+tier is the default of ``--tier``)."""
+
 T = TypeVar("T")
 
 _ID = re.compile(r"^(?P<encoding>[^-]+)-(?P<task>.+?)-L(?P<length>\d+)"

@@ -110,7 +110,7 @@ FLAG = "pebench_flag"
 
 @dataclass(frozen=True)
 class FlagSpec:
-    """The command-line side of a field of :class:`pebench.engine.training.TrainConfig` or
+    """The command-line side of a field of :class:`pebench.engine.train_config.TrainConfig` or
     :class:`pebench.models.ModelConfig`: ``pebench.engine.settings`` turns every field declared with :func:`flag` into a
     suite and CLI flag, a :class:`pebench.engine.settings.Settings` attribute and, unless ``stored`` is False, an option
     stored with each run."""

@@ -59,19 +59,19 @@ def _text(raw: bytes) -> bytes:
 
 
 def code_version(encoding_cls: type, task_cls: type) -> str:
-    """Hash of the source that affects results: model, trainer (with packing and the stop rule), evaluation, the
-    bases, this encoding's and this task's modules (for a wrapper made for an inner encoding, ``randomized_<X>`` or
-    ``ssmax_<X>``, X's modules too), and a plugin's source files (:func:`pebench.plugins.external_files`; none for
-    pebench's own classes), each as :func:`source_text`."""
+    """Hash of the source that affects results: model, trainer (with its settings, packing and the stop rule),
+    evaluation, the bases, this encoding's and this task's modules (for a wrapper made for an inner encoding,
+    ``randomized_<X>`` or ``ssmax_<X>``, X's modules too), and a plugin's source files
+    (:func:`pebench.plugins.external_files`; none for pebench's own classes), each as :func:`source_text`."""
     import inspect
 
     from pebench import models
     from pebench.encodings import base as enc_base
-    from pebench.engine import evaluation, packing, stopping, training
+    from pebench.engine import evaluation, packing, stopping, train_config, training
     from pebench.tasks import base as task_base
 
     h = hashlib.sha256()
-    files = [*_source_files(models, training, packing, stopping, evaluation, enc_base, task_base)]
+    files = [*_source_files(models, training, train_config, packing, stopping, evaluation, enc_base, task_base)]
     inner = getattr(encoding_cls, "inner_cls", None)
     for cls in (encoding_cls, task_cls, *([inner] if isinstance(inner, type) else [])):
         for klass in cls.__mro__:

@@ -45,7 +45,8 @@ from pebench.engine.evaluation import evaluate, metric_values
 from pebench.engine.machine_cache import read_through
 from pebench.engine.packing import packable, train_packed
 from pebench.engine.stopping import STOP_RULES, StopRule
-from pebench.engine.training import TrainConfig, lr_at, train
+from pebench.engine.train_config import TrainConfig
+from pebench.engine.training import lr_at, train
 from pebench.hashing import canonical_json, derive_seed
 from pebench.models import ModelConfig, Transformer
 from pebench.tasks.base import ANNOTATIONS, COUPLED_POSITION, DIGIT_INDEX, IGNORE, TIERS, Batch, Task

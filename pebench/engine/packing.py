@@ -36,8 +36,8 @@ import torch
 from torch.func import functional_call, vmap
 
 from pebench.engine.evaluation import Validation
+from pebench.engine.train_config import TrainConfig
 from pebench.engine.training import (
-    TrainConfig,
     TrainInfo,
     make_optimizer,
     masked_loss_and_correct,

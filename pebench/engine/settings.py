@@ -1,7 +1,7 @@
 """User settings and the command-line options, each declared once.
 
 :class:`Settings` holds the knobs of a suite run. A model or training knob is declared once, as a field of
-:class:`pebench.models.ModelConfig` or :class:`pebench.engine.training.TrainConfig` with ``metadata=flag(help)``
+:class:`pebench.models.ModelConfig` or :class:`pebench.engine.train_config.TrainConfig` with ``metadata=flag(help)``
 (:func:`pebench.options.flag`): that gives its flag (type and default from the field), its :class:`Settings` keyword
 and attribute, its place in the config (hashed, reused) and, by default, in the run's stored options; the config's
 ``__post_init__`` validates it (:meth:`Settings.check`). :data:`FLAGS` holds those and every other option of the
@@ -16,14 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pebench.engine.training import TrainConfig
+from pebench.case import TIERS
+from pebench.engine.train_config import TrainConfig
 from pebench.errors import ConfigError, PebenchError
 from pebench.metrics import Tolerances
 from pebench.models import ModelConfig
 from pebench.options import FLAG, FlagSpec
-from pebench.tasks.base import TIERS, Task
+
+if TYPE_CHECKING:
+    from pebench.tasks.base import Task
 
 
 def _config_fields() -> dict[str, tuple[type, Field[Any]]]:

@@ -32,13 +32,12 @@ import torch
 from torch import Tensor
 
 from pebench import metrics
+from pebench.case import TIERS
 from pebench.errors import LengthError
 from pebench.options import Option, resolve
 
 IGNORE = -100
 """Target value of unscored positions (the default ``ignore_index`` of :func:`torch.nn.functional.cross_entropy`)."""
-
-TIERS = ("quick", "full")
 
 DIGIT_INDEX = "digit_index"
 """Annotation: 1-based index of a digit within its number as written, 0 for non-digits (see the module docstring)."""

@@ -12,11 +12,9 @@ import sys
 from pathlib import Path
 from string import Template
 
-from pebench.encodings.registry import ENCODINGS
 from pebench.errors import PebenchError
 from pebench.registry import NAME_RULE, Registry, valid_name
 from pebench.store.writable import check_directory
-from pebench.tasks.registry import TASKS
 
 KINDS = ("encoding", "task")
 
@@ -237,6 +235,10 @@ TEMPLATES: dict[str, tuple[Template, Template]] = {"encoding": (ENCODING, ENCODI
 
 
 def _registry(kind: str) -> Registry[object]:
+    # imported here: the registries load every built-in (and torch), which the command line's parser does not need
+    from pebench.encodings.registry import ENCODINGS
+    from pebench.tasks.registry import TASKS
+
     return ENCODINGS if kind == "encoding" else TASKS  # type: ignore[return-value]
 
 

@@ -9,7 +9,7 @@ import pytest
 from pebench.case import Case
 from pebench.engine.runner import Runner
 from pebench.engine.settings import CONFIG_FIELDS, FLAGS, Settings, dests
-from pebench.engine.training import TrainConfig
+from pebench.engine.train_config import TrainConfig
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig
 from pebench.options import FLAG

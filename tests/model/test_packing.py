@@ -10,7 +10,8 @@ import torch
 from pebench import encodings, tasks
 from pebench.encodings import EncodingContext
 from pebench.engine.packing import clip_per_seed, packable, train_packed
-from pebench.engine.training import TrainConfig, train
+from pebench.engine.train_config import TrainConfig
+from pebench.engine.training import train
 from pebench.hashing import derive_seed
 from pebench.models import ModelConfig, Transformer
 

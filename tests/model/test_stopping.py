@@ -15,7 +15,8 @@ from pebench.engine.packing import train_packed
 from pebench.engine.runner import Case, Runner
 from pebench.engine.settings import Settings
 from pebench.engine.stopping import STOP_REASONS, STOP_RULES, StopReason, StopRule, StopRuleName
-from pebench.engine.training import TrainConfig, TrainInfo, train
+from pebench.engine.train_config import TrainConfig
+from pebench.engine.training import TrainInfo, train
 from pebench.errors import ConfigError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig, Transformer
