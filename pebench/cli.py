@@ -105,18 +105,19 @@ def _results(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pebench.analysis.reference import check_fresh, reference_url
-    from pebench.report.page import render_report
     from pebench.store.writable import check_file
 
     if args.allow_stale and args.with_reference is None:
         raise PebenchError("--allow-stale is about the reference results: give --with-reference [URL] too")
-    reference = reference_url(args.with_reference) if args.with_reference is not None else None
-    if reference is not None and not args.allow_stale:
-        check_fresh(reference)
     for path, flag in ((args.output, "-o"), (args.png, "--png")):  # before any work: one line, nothing written
         if path is not None:
             check_file(path, flag)
+    from pebench.analysis.reference import check_fresh, reference_url  # the page's modules load torch: after the checks
+    from pebench.report.page import render_report
+
+    reference = reference_url(args.with_reference) if args.with_reference is not None else None
+    if reference is not None and not args.allow_stale:
+        check_fresh(reference)
     info = render_report(_db(args), args.output, args.run, args.point, reference, args.allow_stale, args.curves)
     runs = ", ".join(str(r) for r in info.runs) or "none"
     more = info.n_stored > info.n_results
