@@ -29,17 +29,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from pebench.errors import DatabaseError
 from pebench.store.schema import HEAD_REVISION, Base
+
+if TYPE_CHECKING:  # Alembic is imported where a schema is created, stamped or upgraded; a current one needs none
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "alembic_version"
@@ -81,11 +82,25 @@ class SchemaState:
 
 
 def script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory(str(MIGRATIONS))
 
 
 def _known_revisions() -> list[str]:
     return [s.revision for s in script().walk_revisions()]
+
+
+def _stored_revision(conn: Connection) -> str | None:
+    """The revision in ``alembic_version``, read as Alembic's ``MigrationContext.get_current_revision`` reads it (none:
+    None), without importing Alembic; a table holding several (branches, which pebench never makes) is left to
+    Alembic and its own error."""
+    rows = [r[0] for r in conn.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}")]
+    if len(rows) > 1:
+        from alembic.runtime.migration import MigrationContext
+
+        return MigrationContext.configure(conn).get_current_revision()
+    return rows[0] if rows else None
 
 
 def _columns(conn: Connection, table: str) -> set[str]:
@@ -132,8 +147,8 @@ def inspect_schema(conn: Connection) -> SchemaState:
     if not tables:
         return SchemaState("empty", None, shown)
     if VERSION_TABLE in tables:
-        revision = MigrationContext.configure(conn).get_current_revision()
-        known = revision is None or revision in _known_revisions()
+        revision = _stored_revision(conn)
+        known = revision is None or revision == HEAD_REVISION or revision in _known_revisions()
         if not tables & PEBENCH_TABLES or not (known or tables >= FIRST_TABLES):
             return SchemaState("foreign", revision, shown)
         if not known:
@@ -159,6 +174,8 @@ def upgrade_is_safe(revision: str | None) -> bool:
 
 
 def _alembic_config(conn: Connection) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = conn
@@ -169,6 +186,7 @@ def upgrade(conn: Connection, state: SchemaState) -> None:
     """Bring the database behind ``conn`` to the head revision: create it when empty, else stamp a database from
     before revisions with the revision its columns show and run the pending steps."""
     from alembic import command
+    from alembic.runtime.migration import MigrationContext
 
     if state.kind == "empty":
         Base.metadata.create_all(conn)
