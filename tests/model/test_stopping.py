@@ -131,8 +131,8 @@ def test_packed_seeds_stop_where_they_stop_alone(k_back):
         # lone ones, and at lr 1e-2 that grows with the steps and differs with the CPU's kernels (6e-4 on one weight
         # on an EPYC, over an absolute 5e-4 on CI's CPU), so the distance is measured against how far training moved
         # the weights: 0.08% measured, 100% for weights never copied, 10% for the weights 50 steps on
-        off = sum(float((p - want[n]).square().sum()) for n, p in model.named_parameters()) ** 0.5
-        moved = sum(float((want[n] - w0).square().sum()) for n, w0 in init.items()) ** 0.5
+        off = sum(float((p - want[n]).detach().square().sum()) for n, p in model.named_parameters()) ** 0.5
+        moved = sum(float((want[n] - w0).detach().square().sum()) for n, w0 in init.items()) ** 0.5
         assert off < 0.01 * moved, (off, moved)
 
 
