@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         assert_conforms,
         check,
         check_encoding,
-        check_task,  # fmt: skip
+        check_task,
     )
 
 __all__ = ["FAIL", "PASS", "SKIP", "Property", "Report", "assert_conforms", "check", "check_encoding", "check_task"]

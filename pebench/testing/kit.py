@@ -1,7 +1,6 @@
 """The conformance kit's entry points (:mod:`pebench.testing` re-exports them): the report of an encoding, a task or a
 plugin, and :func:`assert_conforms` for a user's own tests."""
 
-
 from __future__ import annotations
 
 from collections.abc import Mapping
