@@ -19,13 +19,13 @@ PRECISIONS = ("fp32", "bf16", "tf32")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings. ``curve_every`` 0 means about 20 learning-curve points per run. ``precision`` is one of
-    :data:`PRECISIONS`; it is part of the stored configuration only when not ``fp32`` (so configurations, hashes and
-    checkpoints from before the option are unchanged: no ``precision`` key means fp32). ``val_batches``: held-out
-    batches per length at each learning-curve point (:class:`Validation`; 0: none); it never changes the trained
-    model, so it is not part of the stored configuration or its hash. ``stop`` is one of
-    :data:`pebench.engine.stopping.STOP_RULES` (:class:`~pebench.engine.stopping.StopRule`); stored as the rule with its
-    thresholds unless ``budget``."""
+    """Optimisation settings. ``curve_every`` 0 means about 20 learning-curve points per run. ``precision`` is one
+    of :data:`PRECISIONS`; it is part of the stored configuration only when not ``fp32`` (so configurations, hashes
+    and checkpoints from before the option are unchanged: no ``precision`` key means fp32). ``val_batches``:
+    held-out batches per length at each learning-curve point (:class:`~pebench.engine.evaluation.Validation`; 0:
+    none); it never changes the trained model, so it is not part of the stored configuration or its hash. ``stop``
+    is one of :data:`pebench.engine.stopping.STOP_RULES` (:class:`~pebench.engine.stopping.StopRule`); stored as the
+    rule with its thresholds unless ``budget``."""
 
     steps: int = 600
     batch_size: int = field(default=64, metadata=flag("training batch size", scopes=("sizes",)))

@@ -53,7 +53,7 @@ from pebench.suite.sharding import parse_shard
 from pebench.suite.state import GIVEN_FLAGS, ONE_RATE_BECAUSE, STATE, SuiteState
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
 
-# The objects alive once the imports above are done (torch's, pandas', SQLAlchemy's: some 250,000) live as long as
+# The objects alive once the imports above are done (torch's and SQLAlchemy's: some 250,000) live as long as
 # the process. Freezing them takes them out of the cyclic collector's sight, so a full collection costs microseconds
 # instead of 0.2-0.4 s -- pytest runs five when a session ends, automatic ones come during training -- and nothing a
 # model computes changes.
