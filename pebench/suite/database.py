@@ -4,14 +4,13 @@ disposed however the session ends.
 
 A session that runs no case (:func:`dry_run`: ``--collect-only`` and the like) checks the options and the database as
 a run would -- a foreign, newer, incomplete or corrupt database is refused -- and writes nothing: no database file is
-created, none upgraded, and no directory left behind. No session leaves pytest-benchmark's storage directory behind
-unless something was saved in it (:func:`leave_no_benchmark_storage`).
+created, none upgraded, and no directory left behind. (No session leaves pytest-benchmark's storage directory
+behind unless something was saved in it: :func:`pebench.suite.autoload.leave_no_benchmark_storage`.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,20 +41,6 @@ def dry_run(config: pytest.Config) -> bool:
     """Whether this session runs no case: ``--collect-only``, ``--setup-plan``, ``--setup-only``, ``--fixtures``,
     ``--fixtures-per-test``. It checks the options and the database as a run would, and writes nothing."""
     return any(config.getoption(name, False) for name in NO_CASE_OPTIONS)
-
-
-def leave_no_benchmark_storage(config: pytest.Config) -> None:
-    """pytest-benchmark creates its storage directory (``.benchmarks`` in the current directory, or
-    ``--benchmark-storage``) in every session it configures, ``--help`` and ``--collect-only`` included, but writes
-    to it only when asked (``--benchmark-save``, ``--benchmark-autosave``): a storage directory that was not there
-    before the session is removed again at its end when still empty, so a session that saved nothing there leaves
-    no directory behind. (Called before pytest-benchmark's own ``pytest_configure``, which runs last.)"""
-    storage = config.getoption("benchmark_storage", None)
-    if not isinstance(storage, str) or not storage.startswith("file://"):
-        return
-    path = Path(storage.removeprefix("file://")).expanduser().absolute()
-    if not path.exists():
-        config.add_cleanup(lambda: path.rmdir() if path.is_dir() and not any(path.iterdir()) else None)
 
 
 def open_database(config: pytest.Config, state: SuiteState, before_writing: Callable[[], None] | None = None) -> None:

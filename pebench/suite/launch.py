@@ -3,8 +3,9 @@ ARGS`` in this process, from the current directory (results go where the suite's
 
 It leaves nothing in the user's directory but what it was asked for: pytest's cache provider (``.pytest_cache``) is
 switched off unless the arguments (or ``$PYTEST_ADDOPTS``) name one of pytest's cache options, and pytest-benchmark's
-``.benchmarks`` is removed again when nothing was saved in it (the suite's plugin does that, for ``pytest suite`` too:
-:func:`pebench.suite.database.leave_no_benchmark_storage`).
+``.benchmarks`` is removed again when nothing was saved in it (pebench's pytest entry point does that in every
+session, and the suite's plugin where the entry point is off:
+:func:`pebench.suite.autoload.leave_no_benchmark_storage`).
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ from pebench.plugins import INI_OPTION
 from pebench.registry import parse_names
 from pebench.store.database import resolve_url
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
-from pebench.suite.database import baseline, is_worker, leave_no_benchmark_storage, open_database
+from pebench.suite.autoload import leave_no_benchmark_storage
+from pebench.suite.database import baseline, is_worker, open_database
 from pebench.suite.halving import Halving
 from pebench.suite.preflight import collected_lengths, preflight, report_options
 from pebench.suite.sharding import parse_shard

@@ -49,6 +49,7 @@ def test_new_files_pass_their_own_test_the_kit_and_a_suite_run(kind, name, where
     tested = pebench("pytest", str(test), "-q", "-p", "no:cacheprovider", cwd=tmp_path)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "2 passed" in tested.stdout  # the kit and the property test of the one hook
+    assert not (tmp_path / ".benchmarks").exists()  # pytest-benchmark's storage: nothing was saved in it
 
     checked = pebench("pebench", "check", str(plugin), cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
