@@ -4,6 +4,7 @@
 # default size).
 # Resumable: rerun it; --reuse and the checkpoint cache resume each shard. Each finished shard leaves parts/wide_I.done.
 # Usage: REF=/path/to/worktree bash studies/scale2/run.sh [FIRST LAST]   (shards FIRST..LAST of 8; default all)
+# Two runners (one per core) may run it at once: a shard another runner holds (its lock) is left to it.
 # REF: a git worktree at one commit (`git worktree add $REF <commit>`), from which every shard runs: `pebench merge`
 # refuses parts of different commits, and a run of 8-9 CPU-hours spans sessions that commit. The parts, the logs and
 # the .done files go to this checkout's studies/scale2/ (commit the parts as they finish).
@@ -17,9 +18,12 @@ N=8
 mkdir -p "$here/parts" "$here/logs"
 for i in $(seq "${1:-1}" "${2:-$N}"); do
   [ -f "$here/parts/wide_$i.done" ] && continue
+  exec 9>"$here/parts/wide_$i.lock"
+  flock -n 9 || { exec 9>&-; continue; }
   OMP_NUM_THREADS=1 python3 -m pytest suite -p no:cacheprovider -q --encoding "$ENC" --task "$TASKS" \
     --sweep d_model=256 --lr-sweep off --lr 1e-3 --shard "$i/$N" --reuse \
     --cache-dir "${PEBENCH_SCALE2_CACHE:-$HOME/.cache/pebench-scale2}" \
     --db "sqlite:///$here/parts/wide_$i.db" > "$here/logs/wide_$i.log" 2>&1 \
     && touch "$here/parts/wide_$i.done"
+  exec 9>&-  # the lock goes with the descriptor (and with the process, however it ends)
 done
