@@ -80,8 +80,12 @@ def ssmax_bases() -> tuple[str, ...]:
 
 
 def log_counts(length: int, device: torch.device) -> Tensor:
-    """log n for the query rows 0 .. length-1 of causal attention (row i sees n = i + 1 keys): ``(length,)``."""
-    return torch.arange(1, length + 1, device=device, dtype=torch.float32).log()
+    """log n for the query rows 0 .. length-1 of causal attention (row i sees n = i + 1 keys): ``(length,)``, in
+    torch's default dtype: float32 in the runs, as before, and float64 in the behavioural probe
+    (:mod:`pebench.engine.fingerprint`). A float32 ``log`` differs by an ulp between CPU kernels (AVX2 and AVX512),
+    which a fixed float32 here carried into the float64 probe: 21x its tolerance on an Intel Xeon against an AMD
+    EPYC (tests/data/fingerprints/); the runs compute the same bits as before."""
+    return torch.arange(1, length + 1, device=device, dtype=torch.get_default_dtype()).log()
 
 
 class SSMax(Wrapper):
@@ -102,7 +106,7 @@ class SSMax(Wrapper):
         return False  # s differs per layer, and so does the scaled bias
 
     def factor(self, length: int, layer: int, device: torch.device) -> Tensor:
-        """The factor of each query row, s·log(i + 1) (+ b), ``(H, length, 1)`` in float32."""
+        """The factor of each query row, s·log(i + 1) (+ b), ``(H, length, 1)`` (in float32 in the runs)."""
         f = self.s[layer][:, None] * log_counts(length, device)
         if self.b is not None:
             f = f + self.b[layer][:, None]

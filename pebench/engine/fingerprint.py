@@ -12,7 +12,7 @@ Two fingerprints make a cell's identity, each recorded with every result when it
   that are not an encoding's -- the schedule (:func:`~pebench.engine.training.lr_at`), every stop rule's decision on
   fixed curves, the metrics of fixed sums -- are part of every probe. The probe runs in float64, with ``Tensor.float()``
   keeping float64 tensors for its duration (:func:`_precision`; the process should not run other torch work on
-  other threads meanwhile), so the rounding of different CPU kernels and thread counts moves it by under 1e-13
+  other threads meanwhile), so the rounding of different CPU kernels and thread counts moves it by under 2e-13
   relative while a change to what the code computes (a constant, a formula) moves it by far more; :data:`RTOL` sits
   between the two (measured: tests/data/fingerprints/, docs/reproducibility.md).
 * **The task's data digest** (:func:`task_digest`): SHA-256 of its declarations (vocabulary, chance level, metric,
@@ -58,9 +58,9 @@ stamp the results known current again (studies/fingerprints/stamp_reference.py, 
 
 RTOL = 1e-9
 """Relative tolerance of a probe value, at the scale of its list (:func:`probe_deviation`; :data:`ATOL` for a list
-of zeros): far above the spread of the same code across CPU kernels and thread counts (measured at most 9e-14,
-tests/data/fingerprints/) and far below what a change of one constant moves (RoPE's base 10000 -> 10001: 2.9e-6;
-tests/engine/test_fingerprint.py)."""
+of zeros): far above the spread of the same code across CPU kernels and thread counts (measured at most 1.7e-13, an
+Intel Xeon against an AMD EPYC: tests/data/fingerprints/) and far below what a change of one constant moves (RoPE's
+base 10000 -> 10001: 2.9e-6; tests/engine/test_fingerprint.py)."""
 ATOL = 1e-12
 RTOL32 = 1e-4
 """:data:`RTOL` of a probe that had to run in float32 (``dtype`` 32: an encoding that casts to float32 by hand)."""

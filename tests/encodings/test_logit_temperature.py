@@ -19,7 +19,7 @@ from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.irope import temperature
 from pebench.encodings.registry import wrappable
-from pebench.encodings.ssmax import ssmax_bases
+from pebench.encodings.ssmax import log_counts, ssmax_bases
 from pebench.errors import OptionError, UnknownNameError
 from pebench.models.attention import causal_mask
 from pebench.models.transformer import Attention, ModelConfig, Transformer
@@ -135,6 +135,20 @@ def test_ssmax_n_counts_keys_not_positions():
         base = model(x)
         torch.testing.assert_close(model(x, torch.arange(T) + 50), base)
         torch.testing.assert_close(model(x, torch.stack([torch.arange(T) * 3, torch.arange(T) + 7])), base)
+
+
+def test_ssmax_log_n_is_float32_in_runs_and_exact_in_the_float64_probe():
+    # a float32 log inside the float64 probe differed by an ulp between an AMD EPYC's and an Intel Xeon's kernels
+    # (21x the probe's tolerance); in the probe's float64 it is log n to the last bits on every CPU
+    assert log_counts(40, torch.device("cpu")).dtype == torch.float32
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        exact = log_counts(40, torch.device("cpu"))
+    finally:
+        torch.set_default_dtype(before)
+    assert exact.dtype == torch.float64
+    assert max(abs(v - math.log(n)) for n, v in enumerate(exact.tolist(), start=1)) <= 4.5e-16
 
 
 def test_ssmax_names_and_bases():
