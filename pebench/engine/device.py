@@ -66,18 +66,29 @@ def resolve_precision(requested: str, device: torch.device) -> str:
     return "fp32"
 
 
+def cpu_model(cpuinfo: str) -> str:
+    """The CPU model of ``/proc/cpuinfo``'s text: its model name with the family and model numbers, which tell CPU
+    types apart where the name does not (every Intel Xeon of the development machines reads "Intel(R) Xeon(R)
+    Processor"), e.g. ``AMD EPYC (family 25 model 1)``; "" when the text names none."""
+    import re
+
+    fields = {k: re.search(rf"^{k}\s*:\s*(.+)$", cpuinfo, re.MULTILINE) for k in ("model name", "cpu family", "model")}
+    name, family, model = (m.group(1).strip() if m else "" for m in fields.values())
+    return f"{name} (family {family} model {model})" if name and family and model else name
+
+
 def cpu_description() -> str:
-    """The CPU as a result's provenance records it: model name (``/proc/cpuinfo``, else the platform's), torch's CPU
+    """The CPU as a result's provenance records it: model (:func:`cpu_model`, else the platform's name), torch's CPU
     capability (the ISA level its kernels dispatch to, e.g. AVX2 or AVX512) and the BLAS it was built with. Float
-    results reproduce bit for bit only on the same CPU family, capability and thread count (docs/reproducibility.md)."""
+    results reproduce bit for bit only on the same CPU model, capability and thread count
+    (docs/reproducibility.md)."""
     import platform
     import re
 
     model = ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            found = re.search(r"^model name\s*:\s*(.+)$", f.read(), re.MULTILINE)
-        model = found.group(1).strip() if found else ""
+            model = cpu_model(f.read())
     except OSError:
         pass
     model = model or platform.processor() or platform.machine()

@@ -12,7 +12,7 @@ from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.alibi import alibi_slopes
 from pebench.encodings.sinusoidal import sinusoid_table
-from pebench.engine.device import pick_device
+from pebench.engine.device import cpu_description, cpu_model, pick_device
 from pebench.errors import PebenchError
 from pebench.models import state as pe_state
 from pebench.models.transformer import ModelConfig, Transformer
@@ -305,6 +305,16 @@ def test_pick_device_garbage(name):
         pick_device(name)
     assert repr(name) in str(err.value)
 
+
+def test_a_run_records_the_cpu_model_by_family_and_model_numbers():
+    # two CPU types of the development machines share the name "Intel(R) Xeon(R) Processor"; their numbers differ
+    intel = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 167\n" \
+            "model name\t: Intel(R) Xeon(R) Processor\nstepping\t: 1\n\nprocessor\t: 1\nmodel\t\t: 167\n"
+    assert cpu_model(intel) == "Intel(R) Xeon(R) Processor (family 6 model 167)"
+    assert cpu_model("model name\t: AMD EPYC\n") == "AMD EPYC"  # numbers missing: the name alone
+    assert cpu_model("") == ""
+    described = cpu_description()
+    assert described.count(",") == 2 and described.endswith(" BLAS")  # model, capability, BLAS
 
 @pytest.mark.parametrize("name", CASES)
 def test_model_runs_on_picked_device(name):
