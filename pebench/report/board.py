@@ -59,7 +59,7 @@ def agreement(ranking: Ranking) -> list[Agreement]:
 
 
 def groups_text(ranking: Ranking, limit: int = 12) -> str:
-    """One sentence on the first tie groups, e.g. ``"path leads beyond noise; the next 8 are tied within it"``."""
+    """One sentence on the first tie groups, e.g. ``"path leads beyond noise; the next 7 are tied within it"``."""
     groups = ranking.groups
     if not groups:
         return ""
