@@ -230,9 +230,11 @@ def test_shipped_reference_is_whole_and_current():
     assert (df.status == "ok").all()
     # three seeds: the core five everywhere, the randomized pair on the Chomsky tasks, and the added seeds (runs 6
     # and 7, studies/reference/README.md): the contested encodings and the randomized pair on eleven tasks
-    core = {"alibi", "learned", "nope", "rope", "sinusoidal"}
+    from pebench.analysis.findings.published import CHOMSKY
+    from pebench.analysis.spread import CORE_ENCODINGS as core
+
     randomized = {"randomized_rope", "randomized_learned"}
-    chomsky = {"binary_addition", "bucket_sort", "cycle_navigation", "duplicate_string", "modular_arithmetic", "parity"}
+    chomsky = set(CHOMSKY)
     added = {"selective", "kerple", "cope", "nope_qknorm", "fire", "stick_breaking", "llama3", "yarn", "carope",
              "cable"}  # fmt: skip
     added_tasks = {"mqar_forget", "shift_invariant", "even_pairs", "parity", "modular_sum", "sort", "long_range_match",
