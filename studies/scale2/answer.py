@@ -12,25 +12,24 @@ CPU-hours the larger run's models stored.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
-from pathlib import Path
 
 from pebench.analysis.reference import reference_url
 from pebench.report.data import build_context
+from pebench.store import load as store_load
+from pebench.store.database import open_db
 
 
-def _cpu_hours(url: str, point: str) -> float | None:
-    """The stored training time of the models at ``point`` (sqlite only), in hours."""
-    if not url.startswith("sqlite:///"):
-        return None
-    with sqlite3.connect(f"file:{Path(url[len('sqlite:///'):])}?mode=ro", uri=True) as db:
-        cols = {r[1] for r in db.execute("pragma table_info(results)")}
-        if "train_time_s" not in cols or "point" not in cols:
-            return None
-        (s,) = db.execute("select sum(train_time_s) from (select distinct encoding, task, seed, point, train_time_s "
-                          "from results where point = ?)", (point,)).fetchone()  # fmt: skip
-    return None if s is None else s / 3600
+def _cpu_hours(url: str, point: str) -> float:
+    """The stored training time of the models at ``point``, in hours: each model once (its key,
+    :data:`pebench.store.load.MODEL_KEY`), as the page's header counts all the training its rows took."""
+    engine = open_db(url, create=False)
+    try:
+        df = store_load.load_light(engine)
+    finally:
+        engine.dispose()
+    models = df[store_load.point_column(df) == point].drop_duplicates(list(store_load.MODEL_KEY))
+    return float(models["train_time_s"].fillna(0).sum()) / 3600
 
 
 def main(argv: list[str]) -> int:
@@ -53,9 +52,7 @@ def main(argv: list[str]) -> int:
         print("\n| task | tau-b [95%] |\n|---|---|")
         for task, text in v.per_task:
             print(f"| {task} | {text} |")
-        hours = _cpu_hours(url, v.point)
-        if hours is not None:
-            print(f"\nStored training time at {v.point}: {hours:.1f} h")
+        print(f"\nStored training time at {v.point}: {_cpu_hours(url, v.point):.1f} h")
         print()
     return 0
 
