@@ -6,20 +6,18 @@
 # (the checkpoint lock makes the one that comes second wait and load) and records it in its part. It stops when the
 # shard's .done appears or it reaches the runner's position (every model left is then in the cache).
 # Usage: REF=/path/to/worktree bash studies/scale2/help.sh I      (I: the held shard, 1..8)
-# The same options as run.sh (same model keys, so the same checkpoints); the throwaway database is $TMPDIR's.
+# options.sh gives it run.sh's options (same model keys, so the same checkpoints); the throwaway database is $TMPDIR's.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 : "${REF:?set REF to the worktree run.sh uses}"
 i=${1:?which shard (1..8)}
 cd "$REF"
-ENC=nope,sinusoidal,learned,rope,alibi,path,selective,kerple,cope,nope_qknorm,fire,stick_breaking
-TASKS=k_back,sort,even_pairs,stack_manipulation,bucket_sort,assoc_recall,mad_selective_copy,lm,template
-COMMON=(--sweep d_model=256 --lr-sweep off --lr 1e-3 --reuse
-        --cache-dir "${PEBENCH_SCALE2_CACHE:-$HOME/.cache/pebench-scale2}")
+# shellcheck source=options.sh
+. "$here/options.sh"
 tmp=${TMPDIR:-/tmp}/scale2_help_$i.db
 # the shard's (encoding, task) pairs in the order its runner takes them (test ids end [encoding-task-...])
 mapfile -t pairs < <(OMP_NUM_THREADS=1 python3 -m pytest suite -p no:cacheprovider -q --collect-only \
-  --encoding "$ENC" --task "$TASKS" "${COMMON[@]}" --shard "$i/8" --db "sqlite:///$tmp" 2>/dev/null \
+  --encoding "$ENC" --task "$TASKS" "${COMMON[@]}" --shard "$i/$N" --db "sqlite:///$tmp" 2>/dev/null \
   | sed -n 's/.*\[\([a-z0-9_]*\)-\([a-z0-9_]*\)-.*/\1 \2/p' | uniq)
 echo "shard $i: ${#pairs[@]} (encoding, task) pairs; helping from the last"
 for ((k = ${#pairs[@]} - 1; k >= 0; k--)); do

@@ -12,17 +12,15 @@ set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 : "${REF:?set REF to a git worktree at one commit (git worktree add DIR COMMIT)}"
 cd "$REF"
-ENC=nope,sinusoidal,learned,rope,alibi,path,selective,kerple,cope,nope_qknorm,fire,stick_breaking
-TASKS=k_back,sort,even_pairs,stack_manipulation,bucket_sort,assoc_recall,mad_selective_copy,lm,template
-N=8
+# shellcheck source=options.sh
+. "$here/options.sh"
 mkdir -p "$here/parts" "$here/logs"
 for i in $(seq "${1:-1}" "${2:-$N}"); do
   [ -f "$here/parts/wide_$i.done" ] && continue
   exec 9>"$here/parts/wide_$i.lock"
   flock -n 9 || { exec 9>&-; continue; }
-  OMP_NUM_THREADS=1 python3 -m pytest suite -p no:cacheprovider -q --encoding "$ENC" --task "$TASKS" \
-    --sweep d_model=256 --lr-sweep off --lr 1e-3 --shard "$i/$N" --reuse \
-    --cache-dir "${PEBENCH_SCALE2_CACHE:-$HOME/.cache/pebench-scale2}" \
+  OMP_NUM_THREADS=1 python3 -m pytest suite -p no:cacheprovider -q --encoding "$ENC" --task "$TASKS" "${COMMON[@]}" \
+    --shard "$i/$N" \
     --db "sqlite:///$here/parts/wide_$i.db" > "$here/logs/wide_$i.log" 2>&1 \
     && touch "$here/parts/wide_$i.done"
   exec 9>&-  # the lock goes with the descriptor (and with the process, however it ends)
