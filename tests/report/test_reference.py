@@ -208,8 +208,9 @@ def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys, monkey
 
 
 def test_shipped_reference_is_whole_and_current():
-    """The reference that ships with pebench (issue 29 item 5): seven finished runs holding every registered encoding
-    on every task it applies to, the three-seed cells below, every result ok, and every
+    """The reference that ships with pebench (issue 29 item 5): eight finished runs holding every registered encoding
+    on every task it applies to at both learning rates, the three-seed cells below, the second model scale (run 8,
+    issue 69) beside them, every result ok, and every
     cell what this pebench computes, by its behavioural fingerprints (pebench.engine.fingerprint), which every result
     carries. A change that moves an encoding's probe or a task's data fails here and names the cells: rebuild them
     (studies/reference/README.md) or the page marks them stale; a change that computes the same passes."""
@@ -224,6 +225,18 @@ def test_shipped_reference_is_whole_and_current():
     assert (df.encoding_fingerprint != "").all() and (df.task_fingerprint != "").all()
     assert stale_in(engine) == ([], 1519)
     engine.dispose()
+    from pebench.store.load import point_column
+
+    point = point_column(df)
+    assert set(point.unique()) == {"lr0.001", "lr0.003", "d_model256"}
+    # the second scale (studies/scale2/README.md): twelve encodings on nine tasks at width 256, one seed, one rate
+    wide, df = df[point == "d_model256"], df[point != "d_model256"]
+    wide_encodings = {"nope", "sinusoidal", "learned", "rope", "alibi", "path", "selective", "kerple", "cope",
+                      "nope_qknorm", "fire", "stick_breaking"}  # fmt: skip
+    wide_tasks = {"k_back", "sort", "even_pairs", "stack_manipulation", "bucket_sort", "assoc_recall",
+                  "mad_selective_copy", "lm", "template"}  # fmt: skip
+    assert set(zip(wide.encoding, wide.task, strict=True)) == {(e, t) for e in wide_encodings for t in wide_tasks}
+    assert set(wide.seed) == {0} and (wide.status == "ok").all() and set(wide.run_id) == {8}
     runnable = {(e, t) for e in encodings.available() for t in tasks.available()
                 if not_applicable(e, tasks.build(t)) is None}  # fmt: skip
     assert set(zip(df.encoding, df.task, strict=True)) == runnable and len(runnable) > 1500
@@ -246,4 +259,7 @@ def test_shipped_reference_is_whole_and_current():
         if e in core or (e in randomized and t in chomsky | added_tasks) or (e in added and t in added_tasks)
     }  # fmt: skip
     with contextlib.closing(sqlite3.connect(f"file:{REFERENCE_FILE}?mode=ro", uri=True)) as db:
-        assert db.execute("select status from runs order by id").fetchall() == [("finished",)] * 7
+        assert db.execute("select status from runs order by id").fetchall() == [("finished",)] * 8
+        assert db.execute("select distinct json_extract(config, '$.model.d_model') from results "
+                          "where point = 'd_model256'").fetchall() == [(256,)]  # fmt: skip
+        assert json.loads(db.execute("select options from runs where id = 8").fetchone()[0])["sweep"] == ["d_model=256"]

@@ -1,6 +1,6 @@
 """``python studies/scale2/choose_tasks.py`` (issue 69): the tasks of the second model scale, per family the cheapest
 of the tasks that separate the encodings most, none from a family whose tasks all score alike; and the choice it
-prints for the shipped reference is the one ``studies/scale2/run.sh`` runs."""
+prints for the shipped reference is the one ``studies/scale2/run.sh`` runs (its options.sh)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_the_cheapest_of_the_most_separating_per_family_and_none_from_a_flat_fam
 def test_the_printed_choice_is_what_the_run_trains():
     printed = (ROOT / "studies/scale2/choose_tasks.txt").read_text()
     chosen = re.search(r"chosen \(\d+ tasks\): (\S+)", printed)[1].split(",")  # type: ignore[index]
-    script = (ROOT / "studies/scale2/run.sh").read_text()
+    script = (ROOT / "studies/scale2/options.sh").read_text()
     run = re.search(r"^TASKS=(\S+)$", script, re.M)[1].split(",")  # type: ignore[index]
     encodings = re.search(r"^ENC=(\S+)$", script, re.M)[1].split(",")  # type: ignore[index]
     assert sorted(chosen) == sorted(run)
