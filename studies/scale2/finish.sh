@@ -7,7 +7,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 BEFORE=${BEFORE:-/tmp/reference_before_scale2.db}
-for i in 1 2 3 4 5 6 7 8; do [ -f "$here/parts/wide_$i.done" ] || { echo "wide $i not finished"; exit 1; }; done
+# shellcheck source=options.sh
+. "$here/options.sh"  # N, the shard count run.sh uses
+for i in $(seq "$N"); do [ -f "$here/parts/wide_$i.done" ] || { echo "wide $i not finished"; exit 1; }; done
 for f in "$here"/parts/wide_*.db; do sqlite3 "$f" "pragma wal_checkpoint(TRUNCATE)" > /dev/null; done
 cp pebench/data/reference.db "$BEFORE"
 # a merge reads the current schema revision only (the parts were written at 0006, from the worktree at 7cca881)
