@@ -188,3 +188,39 @@ class WrongShape(PositionalEncoding):
         bias = -relative_distances(positions).abs().float()
         return torch.cat([bias, bias[:, :1]], dim=1).expand(q.shape[1], -1, -1)
 '''
+
+PROBE_FAILURE = '''
+"""A bias encoding that passes the suite's preflight (its hooks on a batch of two) and raises on any larger batch."""
+
+import torch
+
+from pebench.encodings import PositionalEncoding, register
+from pebench.encodings.base import relative_distances
+
+
+@register
+class BatchShy(PositionalEncoding):
+    name = "batch_shy"
+    family = "bias"
+    description = "a distance bias that refuses batches of more than two"
+
+    def attn_bias(self, q, k, positions, layer):
+        if q.shape[0] > 2:
+            raise ValueError(f"batch_shy takes at most 2 sequences, got {q.shape[0]}")
+        return -relative_distances(positions).abs().to(torch.float32)
+
+
+@register
+class TrainShy(PositionalEncoding):
+    name = "train_shy"
+    family = "bias"
+    description = "a distance bias that refuses to train on batches of more than four"
+
+    def attn_bias(self, q, k, positions, layer):
+        if torch.is_grad_enabled() and q.shape[0] > 4:
+            raise ValueError(f"train_shy trains on at most 4 sequences, got {q.shape[0]}")
+        return -relative_distances(positions).abs().to(torch.float32)
+'''
+"""Two encodings that pass the suite's preflight (hooks on a batch of two) and fail later: ``batch_shy`` on any
+larger batch, i.e. in the behavioural probe (batches of four); ``train_shy`` only on a training batch of more than
+four, i.e. past the probe, in the suite's training (batches of eight in the tests)."""

@@ -4,7 +4,8 @@ model, and its record before anything trains.
 :func:`describe` is the configuration stored with a result and hashed into its ``config_hash``; :func:`model_key`
 names the trained model shared by every evaluation length of an (encoding, task, seed, configuration) -- the key of
 the in-memory cache and of the checkpoint file (:mod:`pebench.engine.cache`); :func:`new_record` is the record
-``--reuse`` looks up before training. The settings are the run's or one sweep point's
+``--reuse`` looks up before training (:func:`identity_record` and :func:`add_fingerprints` its two parts: a case whose
+encoding fails in the probe is recorded with the first only). The settings are the run's or one sweep point's
 (:meth:`pebench.engine.sweep.Sweep.settings`); the task is the case's task built with them (:func:`build_task`; the
 model cache builds each once and passes it in). Nothing here trains, loads or keeps state, so the same settings and
 case always give the same identity, in any process.
@@ -89,9 +90,18 @@ def model_key(settings: Settings, task: Task, case: Case) -> str:
 def new_record(settings: Settings, task: Task, case: Case) -> ResultRecord:
     """The record of ``case`` before training: its identity (configuration, hash, versions, code version and
     behavioural fingerprints, :mod:`pebench.engine.fingerprint`), as ``--reuse`` looks it up."""
+    record = identity_record(settings, task, case)
+    add_fingerprints(record, task)
+    return record
+
+
+def identity_record(settings: Settings, task: Task, case: Case, config: dict[str, Any] | None = None
+                    ) -> ResultRecord:  # fmt: skip
+    """The record of ``case`` before training without its behavioural fingerprints (:func:`add_fingerprints` adds
+    them): what a case whose encoding fails in the probe is stored with. ``config``: :func:`describe`'s unless given
+    (:func:`partial_config` for a case whose configuration cannot be built)."""
     enc_cls = encodings.get(case.encoding)
-    config = describe(settings, task, case)
-    enc_fp, task_fp = encoding_fingerprint(case.encoding, config["encoding"]["options"]), task_fingerprint(task)
+    config = describe(settings, task, case) if config is None else config
     return ResultRecord(
         case_id=case.id,
         point=str(case.point),
@@ -105,10 +115,22 @@ def new_record(settings: Settings, task: Task, case: Case) -> ResultRecord:
         config=config,
         config_hash=config_hash(config),
         code_version=code_version(enc_cls, type(task)),
-        encoding_fingerprint=enc_fp["digest"],
-        task_fingerprint=task_fp["digest"],
-        fingerprints=[enc_fp, task_fp],
         metric=task.metric,
         higher_is_better=task.higher_is_better,
         chance_level=task.chance_level,
     )
+
+
+def partial_config(task: Task, case: Case) -> dict[str, Any]:
+    """What can be said of ``case``'s configuration when :func:`describe` fails (an encoding that cannot be built
+    with its options): the encoding's name and version, and the task's configuration."""
+    return {"encoding": {"name": case.encoding, "version": encodings.get(case.encoding).version}, "task": task.config()}
+
+
+def add_fingerprints(record: ResultRecord, task: Task) -> None:
+    """Compute ``record``'s behavioural fingerprints (its encoding's probe with its options, its task's data digest)
+    and set them on it; raises what the encoding raises in the probe, leaving ``record`` without them."""
+    enc_fp = encoding_fingerprint(record.encoding, record.config["encoding"]["options"])
+    task_fp = task_fingerprint(task)
+    record.encoding_fingerprint, record.task_fingerprint = enc_fp["digest"], task_fp["digest"]
+    record.fingerprints = [enc_fp, task_fp]

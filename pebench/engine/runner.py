@@ -25,7 +25,14 @@ from pebench.encodings.registry import not_applicable
 from pebench.engine.cache import ModelCache, Timer, TrainedModel
 from pebench.engine.device import pick_device, resolve_precision, worker_device
 from pebench.engine.evaluation import ATTENTION_TOKENS, CaseScores, attention_maps, evaluate_case
-from pebench.engine.identity import check_applicable, describe, new_record
+from pebench.engine.identity import (
+    add_fingerprints,
+    check_applicable,
+    describe,
+    identity_record,
+    new_record,
+    partial_config,
+)
 from pebench.engine.settings import Settings
 from pebench.engine.sweep import Sweep
 from pebench.errors import PebenchError
@@ -119,31 +126,73 @@ class Runner:
         return self.settings.cache_dir  # type: ignore[return-value]
 
     def run(self, case: Case, timer: Timer | None = None) -> ResultRecord:
-        """Train (or reuse) and evaluate ``case``; never raises for a training failure -- the record says so.
-        ``timer`` wraps the training call when this case trains its model. A case whose encoding cannot run on its
-        task (:func:`~pebench.engine.identity.check_applicable`) raises :class:`~pebench.errors.ConfigError`."""
+        """Train (or reuse) and evaluate ``case``. Never raises for a failure of the case's own code -- building its
+        configuration, its encoding's behavioural probe, training, evaluation, recording the scores: the record says
+        so (:func:`record_failure`), with what identity could be built. ``timer`` wraps the training call when this
+        case trains its model. A case whose encoding cannot run on its task
+        (:func:`~pebench.engine.identity.check_applicable`), or any other :class:`~pebench.errors.PebenchError`
+        (a user's setting), raises."""
         models = self.models(case.point)
         task = models.task(case.task)
         check_applicable(task, case)
         task.check_length(case.length)
-        record = new_record(models.settings, task, case)
+        record = _identity(models.settings, task, case)
+        if record.status == ResultStatus.ERROR:
+            return record
         if self.reuse is not None and (earlier := self.reuse(record)) is not None:
             return earlier
+        where = "in training"
         try:
             trained = models.model_for(case, record.config, timer)
             _record_training(record, trained)
             if trained.info.status == ResultStatus.OK:
-                s = models.settings
+                where, s = "in evaluation", models.settings
                 scores = evaluate_case(trained.model, task, case.length, case.seed, self.device, s.eval_samples,
                                        s.eval_batch_size)  # fmt: skip
+                where = "while recording its scores"
                 _record_scores(record, scores, trained)
         except PebenchError:
             raise
         except Exception as err:  # recorded, then reported as a failed case by the suite
-            record.status = ResultStatus.ERROR
-            record.message = f"{type(err).__name__}: {err}"
-            record.metrics = {"traceback": traceback.format_exc(limit=20)}
+            record_failure(record, where, err)
         return record
+
+
+def record_failure(record: ResultRecord, where: str, err: BaseException) -> ResultRecord:
+    """Mark ``record`` failed (status ``error``) by ``err``, raised ``where`` (``"in training"``); its message is one
+    line naming the encoding, the task, where and the exception (``TypeName: text``), ``metrics`` holds only the
+    traceback (its innermost frames; call this in the ``except`` block). Returns ``record``."""
+    text = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    record.status = ResultStatus.ERROR
+    record.message = f"{record.encoding} on {record.task} failed {where}: {type(err).__name__}" + \
+        (f": {text}" if text else "")  # fmt: skip
+    record.metrics = {"traceback": traceback.format_exc(limit=-TRACEBACK_FRAMES)}
+    return record
+
+
+TRACEBACK_FRAMES = 30
+"""The innermost frames of a failed case's stored traceback (the raising line of a plugin's hook among them)."""
+
+
+def _identity(settings: Settings, task: Task, case: Case) -> ResultRecord:
+    """``case``'s record before training (:func:`pebench.engine.identity.new_record`); when its encoding fails in
+    building its configuration or in the behavioural probe, that failure's record (:func:`record_failure`) with what
+    identity could be built: the configuration (or :func:`~pebench.engine.identity.partial_config`), its hash, the
+    versions and code version, no fingerprints."""
+    try:
+        record = identity_record(settings, task, case)
+    except PebenchError:
+        raise
+    except Exception as err:
+        partial = identity_record(settings, task, case, partial_config(task, case))
+        return record_failure(partial, "building its configuration", err)
+    try:
+        add_fingerprints(record, task)
+    except PebenchError:
+        raise
+    except Exception as err:
+        record_failure(record, "in the behavioural probe", err)
+    return record
 
 
 def _record_training(record: ResultRecord, trained: TrainedModel) -> None:
