@@ -172,7 +172,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _database(args: argparse.Namespace) -> int:
-    from pebench.store.database import open_db, safe_url
+    from pebench.store.database import open_db, open_readonly, safe_url
     from pebench.store.migrate import SchemaState, inspect_schema, upgrade_database
 
     url = _db(args)
@@ -187,7 +187,7 @@ def _database(args: argparse.Namespace) -> int:
         print(f"{shown}: already at schema revision {after}" if before.kind == "current" else
               f"{shown}: {was} schema revision {after}")  # fmt: skip
         return 0
-    engine = open_db(url, create=False, check=False)
+    engine = open_readonly(url, check=False)
     try:
         with engine.connect() as conn:
             state: SchemaState = inspect_schema(conn)

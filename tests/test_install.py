@@ -62,7 +62,12 @@ def _see_running_environment(bin_dir: Path) -> None:
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment with the wheel of this repository and the tiny plugin package installed: its
     ``bin`` directory."""
-    base = tmp_path_factory.mktemp("install")
+    return install(tmp_path_factory.mktemp("install"))
+
+
+def install(base: Path) -> Path:
+    """Build the wheel of this repository and the tiny plugin package in ``base`` and install both in a fresh virtual
+    environment there (pip compiles the installed modules); its ``bin`` directory."""
     src = base / "src"  # the files the wheel is built from (building in the checkout would write build/ there)
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):

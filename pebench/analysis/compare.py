@@ -29,7 +29,7 @@ from pebench.analysis.stats import Estimate, estimate
 from pebench.case import case_id, model_name
 from pebench.errors import PebenchError
 from pebench.metrics import Metric, Tolerances
-from pebench.store.database import open_db, resolve_run_id
+from pebench.store.database import open_readonly, resolve_run_id
 from pebench.store.load import load, point_column
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ def _compare_speed(base: pd.DataFrame, current: pd.DataFrame, models: Iterable[t
 
 def compare_runs(url: str, base: int | str, current: int | str, tol: Tolerances | None = None) -> Comparison:
     """Compare run ``base`` with run ``current`` (ids, ``latest`` or ``previous``) of the database at ``url``."""
-    engine = open_db(url, create=False)
+    engine = open_readonly(url)
     try:
         base_id, current_id = resolve_run_id(engine, base), resolve_run_id(engine, current)
     finally:

@@ -54,9 +54,9 @@ def results(url: str, run_option: str | None, encodings: str | None, tasks_optio
 def stale(url: str, run: int | str | None) -> int:
     """``pebench results --stale``: the cells whose latest result is not what this pebench computes."""
     from pebench.analysis.reference import stale_in
-    from pebench.store.database import open_db
+    from pebench.store.database import open_readonly
 
-    engine = open_db(url, create=False)
+    engine = open_readonly(url)
     try:
         cells, n = stale_in(engine, run)
     finally:
@@ -70,9 +70,9 @@ def stale(url: str, run: int | str | None) -> int:
 
 def _has_finished_run(url: str) -> bool:
     """Whether ``latest`` (the newest finished run) names a run in the database at ``url``."""
-    from pebench.store.database import open_db, resolve_run_id
+    from pebench.store.database import open_readonly, resolve_run_id
 
-    engine = open_db(url, create=False)
+    engine = open_readonly(url)
     try:
         resolve_run_id(engine, "latest")
         return True

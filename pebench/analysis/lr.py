@@ -231,9 +231,9 @@ def at_chosen_rates(db_url: str, df: pd.DataFrame) -> pd.DataFrame:
     if len(grids) > 1:
         raise PebenchError(f"{mixed_text(grids)}: select one run (--run RUN_ID)")
     from pebench.store import load as store_load
-    from pebench.store.database import open_db
+    from pebench.store.database import open_readonly
 
-    engine = open_db(db_url, create=False)
+    engine = open_readonly(db_url)
     try:
         validation = final_validation(store_load.curve_points(engine, df["id"]))
     finally:

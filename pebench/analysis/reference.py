@@ -40,7 +40,7 @@ from pebench.engine.code import stale_cells
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig
-from pebench.store.database import open_db, safe_url
+from pebench.store.database import open_readonly, safe_url
 from pebench.store.fingerprints import load_fingerprints
 from pebench.store.load import attach_json, curve_points, load_light, runs
 
@@ -201,13 +201,22 @@ def nothing_comparable_text(joined: Joined) -> str:
             f"reference built at this pebench's task versions and the run's settings")
 
 
+def open_reference(url: str, check: bool = True) -> Engine:
+    """The reference database at ``url`` opened for reading only (:func:`pebench.store.database.open_readonly`: the
+    shipped file from a read-only install too); its refusals named as the reference's, not as ``--db``."""
+    try:
+        return open_readonly(url, check)
+    except PebenchError as err:
+        raise PebenchError(f"--with-reference {safe_url(url)}: {str(err).split(': ', 1)[-1]}") from None
+
+
 def check_joinable(url: str, run: pd.DataFrame, rates: str | None, where: str = "") -> None:
     """Refuse in one line, before training, a reference at ``url`` of which nothing can be joined with a run that
     will store ``run`` (``encoding``, ``task``, ``eval_length``, ``config`` rows) at the learning-rate protocol
     ``rates``: the page would refuse it after training (:func:`nothing_comparable_text`). The join is the page's
     (:mod:`pebench.report.data`): the reference runs of the same protocol, each cell at its chosen rate for a
     sweep, then :func:`join`; ``where`` names the sweep point in the message."""
-    engine = open_db(url, create=False)
+    engine = open_reference(url)
     try:
         ref = load_light(engine)
         protocols = {int(r["id"]): lr.protocol(r["options"]) for r in runs(engine)}
@@ -229,10 +238,7 @@ def check_joinable(url: str, run: pd.DataFrame, rates: str | None, where: str = 
 def check_fresh(url: str) -> None:
     """Refuse the reference database at ``url`` in one line when any of its cells is not what this pebench computes
     (:func:`pebench.engine.code.stale_cells`): its results are not this pebench's experiment."""
-    try:
-        engine = open_db(url, create=False)
-    except PebenchError as err:  # named as the reference, not as --db
-        raise PebenchError(f"--with-reference {safe_url(url)}: {str(err).split(': ', 1)[-1]}") from None
+    engine = open_reference(url)
     try:
         lines = stale_cells(load_light(engine), load_fingerprints(engine))
     finally:

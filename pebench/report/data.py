@@ -22,7 +22,7 @@ from pebench.report.rates import per_encoding
 from pebench.report.scale import scale_views
 from pebench.report.sweep import sweep_view
 from pebench.store import load as store_load
-from pebench.store.database import open_db, resolve_run_id, safe_url
+from pebench.store.database import open_readonly, resolve_run_id, safe_url
 from pebench.store.fingerprints import load_fingerprints
 
 RUN_CHOICES = "a run id, latest, previous or all"
@@ -83,7 +83,7 @@ def _reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> tuple[J
     learning-rate protocol ``rates`` only, and for a sweep each reference cell at its chosen rate), and their learning
     curves (read here: result ids are those of the reference database)."""
     try:
-        engine = open_db(url, create=False)
+        engine = open_readonly(url)
     except PebenchError as err:  # named as the reference, not as --db
         raise ReportError(f"--with-reference {safe_url(url)}: {str(err).split(': ', 1)[-1]}") from None
     try:
@@ -273,7 +273,7 @@ def build_context(db_url: str, run: int | str | None = "latest", point: str | No
     :mod:`pebench.analysis.reference`); ``curves``: the encodings whose learning curves are drawn besides the
     leaders' (comma-separated, or ``all``; :func:`curve_context`)."""
     choice = _check_run(run)
-    engine = open_db(db_url, create=False)
+    engine = open_readonly(db_url)
     try:
         s = _select_rows(engine, choice, point)
         context = _head(db_url, s, choice)

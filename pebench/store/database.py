@@ -3,6 +3,11 @@
 Writes happen in one transaction per result, so a crash never leaves a half-written result. SQLite databases run
 in WAL mode with a busy timeout, so several processes may write to one file. Under pytest-xdist only the controller
 process writes (workers hand results over in the test report), see :mod:`pebench.suite.writer`.
+
+A command that only reads opens the database with :func:`open_readonly`: nothing in it can write, create, migrate or
+switch the journal mode, and it leaves no file beside the database (:func:`readonly_url`). The reference results
+shipped inside the package (:data:`PACKAGE_DATA`) are kept in rollback-journal mode, so a read-only install reads
+them: WAL mode would need ``-shm``/``-wal`` files beside them.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -18,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.orm import Session
 
 from pebench.errors import DatabaseError
@@ -30,6 +36,10 @@ from pebench.store.schema import CurvePoint, Result, Run, utcnow
 
 DB_ENV = "PEBENCH_DB"
 ROOT_MARKERS = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg")
+PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
+"""The data shipped inside the package (the reference results, ``reference.db``): a SQLite file here is never
+written under a reader, is read from installs the user may not write (opened ``immutable``), and keeps its
+rollback journal when a writer opens it (never switched to WAL mode)."""
 
 
 def project_root(start: Path | None = None) -> Path:
@@ -61,10 +71,66 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+READ_ONLY_DENIED = frozenset({"journal_mode", "locking_mode", "query_only", "writable_schema", "wal_checkpoint"})
+"""The pragmas a read-only SQLite connection may not set: ``query_only`` refuses writes to the tables, not a switch of
+the journal mode, nor turning itself off."""
+
+
+def _deny_settings(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
+    """SQLite's authorizer of a read-only connection: a pragma of :data:`READ_ONLY_DENIED` set is denied."""
+    if action == sqlite3.SQLITE_PRAGMA and arg1 in READ_ONLY_DENIED and (arg2 is not None or arg1 == "wal_checkpoint"):
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def _sqlite_query_only(dbapi_conn: Any, _record: Any) -> None:
+    """A read-only engine's SQLite connection refuses every write, a change of its journal mode included."""
+    dbapi_conn.execute("PRAGMA query_only=ON")
+    dbapi_conn.set_authorizer(_deny_settings)
+
+
+def _postgres_read_only(dbapi_conn: Any, _record: Any) -> None:
+    """A read-only engine's PostgreSQL session runs read-only transactions only (committed at once: the setting
+    would go with the rollback the pool makes)."""
+    cur = dbapi_conn.cursor()
+    cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    cur.close()
+    dbapi_conn.commit()
+
+
 def _wal(engine: Engine) -> None:
     """Switch a SQLite file to WAL mode (persistent in the file), once it is known to be pebench's."""
     with engine.connect() as conn:
         conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+
+
+def shipped(path: Path) -> bool:
+    """Whether ``path`` is a file shipped inside the package (:data:`PACKAGE_DATA`)."""
+    return path.resolve().parent == PACKAGE_DATA
+
+
+def in_wal_mode(path: Path) -> bool:
+    """Whether the SQLite file ``path`` is in WAL mode, by its header (the read and write versions, bytes 18 and 19,
+    are 2); a file too short to have a header (a new, empty database) is not."""
+    try:
+        with path.open("rb") as f:
+            header = f.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18:20] == b"\x02\x02"
+
+
+def readonly_url(url: URL, path: Path) -> URL:
+    """The URL that opens the SQLite file ``path`` (of ``url``) for reading only, leaving no file beside it: the
+    SQLite URI ``file:...?mode=ro``, with ``immutable=1`` for a file shipped in the package (never changed under a
+    reader: no locks, nothing beside it, also in a read-only directory). A file in WAL mode keeps ``url``: a
+    ``mode=ro`` connection would leave ``-wal``/``-shm`` files beside it, where a read-write one lets SQLite remove
+    them at its close (its engine still refuses every write, :func:`open_readonly`). A URL that is a SQLite URI
+    already (``?uri=true``) is the caller's own and kept too."""
+    if "uri" in url.query or (in_wal_mode(path) and not shipped(path)):
+        return url
+    query = {"mode": "ro", "uri": "true", **({"immutable": "1"} if shipped(path) else {})}
+    return URL.create("sqlite", database=path.resolve().as_uri(), query=query)
 
 
 def safe_url(text: str) -> str:
@@ -129,6 +195,16 @@ def open_db(url: str, create: bool = True, check: bool = True) -> Engine:
     return _open(url, create, check, dry_run=False)[0]
 
 
+def open_readonly(url: str, check: bool = True) -> Engine:
+    """Open the existing database at ``url`` for reading only: every command that only reads (``pebench results``,
+    ``report``, ``findings``, ``compare``, the reference of ``--with-reference`` ...). The checks of
+    :func:`open_db` with ``create=False`` (a missing file, ``PRAGMA quick_check``, the schema), but nothing can be
+    written: a SQLite file is opened ``mode=ro`` (``immutable`` when shipped in the package, :func:`readonly_url`)
+    and every connection refuses writes (``PRAGMA query_only``; on PostgreSQL read-only transactions), so nothing is
+    created, migrated or switched to WAL mode, and no file is left beside it. The caller disposes of the engine."""
+    return _open(url, create=False, check=check, dry_run=False, readonly=True)[0]
+
+
 def check_db(url: str) -> migrate.SchemaState:
     """A writer's :func:`open_db` as a dry run (``pytest suite --collect-only``): the same checks and refusals, but
     nothing is created, upgraded or switched to WAL mode -- a SQLite file that does not exist yet is not created (its
@@ -138,7 +214,8 @@ def check_db(url: str) -> migrate.SchemaState:
     return state
 
 
-def _open(url: str, create: bool, check: bool, dry_run: bool) -> tuple[Engine, migrate.SchemaState]:
+def _open(url: str, create: bool, check: bool, dry_run: bool, readonly: bool = False
+          ) -> tuple[Engine, migrate.SchemaState]:  # fmt: skip
     shown = safe_url(url)
     try:
         parsed = make_url(url)
@@ -154,11 +231,13 @@ def _open(url: str, create: bool, check: bool, dry_run: bool) -> tuple[Engine, m
         if not create and not path.exists():
             raise DatabaseError(f"--db {shown!r}: no such database file")
     try:
-        engine = create_engine(parsed)
+        engine = create_engine(readonly_url(parsed, path) if readonly and path is not None else parsed)
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as err:
         raise DatabaseError(f"--db {shown!r} cannot be opened: {safe_url(str(err))}") from None
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
+    if readonly and (is_sqlite or parsed.get_backend_name() == "postgresql"):
+        event.listen(engine, "connect", _sqlite_query_only if is_sqlite else _postgres_read_only)
     state = migrate.SchemaState("empty", None, ())
 
     def prepare() -> None:
@@ -173,7 +252,7 @@ def _open(url: str, create: bool, check: bool, dry_run: bool) -> tuple[Engine, m
                 conn.exec_driver_sql("SELECT 1")
             return
         state = migrate.prepare(engine, shown, create, dry_run)
-        if path is not None and create and not dry_run:
+        if path is not None and create and not dry_run and not shipped(path):
             _wal(engine)
 
     try:
@@ -183,11 +262,24 @@ def _open(url: str, create: bool, check: bool, dry_run: bool) -> tuple[Engine, m
         raise
     except sa_exc.SQLAlchemyError as err:
         engine.dispose()
-        raise DatabaseError(f"--db {shown!r} is not a usable database: {error_line(err)}") from None
+        raise DatabaseError(f"--db {shown!r} is not a usable database: {error_line(err)}{_why(path, readonly)}"
+                            ) from None  # fmt: skip
     except BaseException:
         engine.dispose()
         raise
     return engine, state
+
+
+def _why(path: Path | None, readonly: bool) -> str:
+    """What a read of a SQLite file in WAL mode that SQLite refused lacks, when its directory does not take the
+    ``-shm`` file WAL mode needs; else nothing."""
+    if not readonly or path is None or not in_wal_mode(path) or os.access(path.resolve().parent, os.W_OK):
+        return ""
+    return (
+        f" (it is in WAL mode, which needs a -shm file beside it, and this process cannot write in "
+        f"{path.resolve().parent}: read a copy, or switch it to rollback-journal mode with sqlite3 FILE "
+        "'PRAGMA journal_mode=DELETE')"
+    )
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from pebench.case import point_of
-from pebench.store.database import open_db
+from pebench.store.database import open_readonly
 from pebench.store.lifecycle import effective_status, resolve_run_id, run_counts
 from pebench.store.schema import CurvePoint, Result, Run
 
@@ -37,7 +37,7 @@ def load(db_url: str, run: int | str | None = None, encodings: Sequence[str] | N
     """
     import pandas as pd
 
-    engine = open_db(db_url, create=False)
+    engine = open_readonly(db_url)
     try:
         query = select(Result, Run).join(Run, Result.run_id == Run.id).order_by(Result.id)
         if run is not None:
@@ -129,7 +129,7 @@ def run_table(db_url: str, run_ids: Iterable[int] | None = None) -> pd.DataFrame
     host, device, commit and number of results."""
     import pandas as pd
 
-    engine = open_db(db_url, create=False)
+    engine = open_readonly(db_url)
     try:
         rows = runs(engine)
         counts = run_counts(engine)

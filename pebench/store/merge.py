@@ -44,7 +44,7 @@ from sqlalchemy.orm import Session
 
 from pebench.errors import PebenchError
 from pebench.status import RunStatus
-from pebench.store.database import open_db, resolve_run_id, safe_url, session_scope
+from pebench.store.database import open_db, open_readonly, resolve_run_id, safe_url, session_scope
 from pebench.store.fingerprints import load_fingerprints, store_fingerprints
 from pebench.store.load import curve_owners
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result, Run
@@ -106,7 +106,7 @@ def read_part(spec: str) -> Part:
     """The run a part names (``DB`` or ``DB::RUN``) with its results and curves."""
     db, sep, run = spec.rpartition("::") if "::" in spec else (spec, "", "latest")
     url = _url(db)
-    engine = open_db(url, create=False)
+    engine = open_readonly(url)
     try:
         run_id = resolve_run_id(engine, run)
         with Session(engine) as s:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from pebench.engine.fingerprint import same_probe
 from pebench.status import ResultStatus
-from pebench.store.database import open_db
+from pebench.store.database import open_readonly
 from pebench.store.record import ResultRecord, curve_point
 from pebench.store.schema import RESULT_FIELDS, Fingerprint, Result, Run
 
@@ -50,7 +50,7 @@ class ReuseLookup:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = open_db(self.url, create=False)
+            self._engine = open_readonly(self.url)
         return self._engine
 
     def find(self, record: ResultRecord) -> Result | None:

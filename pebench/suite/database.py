@@ -20,7 +20,7 @@ from pebench.analysis.baseline import Baseline
 from pebench.case import Case
 from pebench.errors import DatabaseError, PebenchError
 from pebench.hashing import config_hash
-from pebench.store.database import check_db, open_db
+from pebench.store.database import check_db, open_db, open_readonly
 from pebench.store.lifecycle import comparable_run, resolve_run_id
 from pebench.store.load import runs
 from pebench.store.writable import check_sqlite_file
@@ -83,7 +83,7 @@ def baseline(config: pytest.Config, state: SuiteState) -> Baseline | None:
             configs[(enc_name, task_name)] = (config_hash(cfg), cfg)
     if not is_worker(config):
         try:  # reads only: a missing or empty database has no run to compare with, and is not created here
-            engine = open_db(state.db_url, create=False)
+            engine = open_readonly(state.db_url)
         except DatabaseError as err:
             raise PebenchError(f"--baseline {wanted}: {err}") from None
         try:

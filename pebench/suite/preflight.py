@@ -61,11 +61,18 @@ def report_options(config: pytest.Config) -> str | None:
     if report is None:
         raise PebenchError("--with-reference puts the run beside the reference results on the --report page: give "
                            "--report PATH too (or run pebench report --with-reference afterwards)")  # fmt: skip
-    from pebench.analysis.reference import check_fresh, reference_url
-    from pebench.store.database import check_db, safe_url
+    from pebench.analysis.reference import check_fresh, open_reference, reference_url
+    from pebench.store.database import safe_url
+    from pebench.store.migrate import inspect_schema
 
     url = reference_url(config.getoption("with_reference"))
-    if check_db(url).kind != "current":
+    engine = open_reference(url, check=False)  # read-only: the shipped file of a read-only install too
+    try:
+        with engine.connect() as conn:
+            current = inspect_schema(conn).kind == "current"
+    finally:
+        engine.dispose()
+    if not current:
         raise PebenchError(f"--with-reference {safe_url(url)}: not a pebench results database of this version "
                            "(pebench db status --db URL says why)")  # fmt: skip
     if not config.getoption("allow_stale"):

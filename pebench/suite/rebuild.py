@@ -69,11 +69,11 @@ def run_flags(options: Mapping[str, Any]) -> list[str]:
 def plan(url: str) -> list[Group]:
     """The stale cells of the database at ``url``, grouped by run and encoding."""
     from pebench.engine.code import stale_rows
-    from pebench.store.database import open_db
+    from pebench.store.database import open_readonly
     from pebench.store.fingerprints import load_fingerprints
     from pebench.store.load import load_light, runs
 
-    engine = open_db(url, create=False)
+    engine = open_readonly(url)
     try:
         df, options = load_light(engine), {int(r["id"]): r["options"] or {} for r in runs(engine)}
         stored = load_fingerprints(engine)
@@ -88,12 +88,12 @@ def plan(url: str) -> list[Group]:
 
 def _complete(part: Path, group: Group) -> bool:
     """Whether ``part`` holds a finished run with an ok result of every cell of ``group``."""
-    from pebench.store.database import open_db
+    from pebench.store.database import open_readonly
     from pebench.store.load import load_light, runs
 
     if not part.is_file():
         return False
-    engine = open_db(f"sqlite:///{part}", create=False)
+    engine = open_readonly(f"sqlite:///{part}")
     try:
         finished = [int(r["id"]) for r in runs(engine) if r["status"] == RunStatus.FINISHED]
         df = load_light(engine)
