@@ -20,10 +20,11 @@ LAYERS = [
      "case", "status"},
     {"encodings", "tasks", "models", "plugins"},
     {"engine.training", "engine.train_config", "engine.packing", "engine.stopping", "engine.evaluation",
-     "engine.checkpoints", "engine.code", "engine.fingerprint"},
+     "engine.checkpoints", "engine.code", "engine.fingerprint", "engine.shipped", "engine.settings", "engine.sweep",
+     "engine.configuration", "engine.currency"},
     {"store"},
     {"analysis"},
-    {"engine.settings", "engine.sweep", "engine.identity", "engine.cache", "engine.runner"},
+    {"engine.identity", "engine.cache", "engine.runner"},
     {"report", "bench", "testing"},
     {"suite", "cli", "results", "__main__", "__init__"},
 ]

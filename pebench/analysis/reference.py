@@ -36,12 +36,13 @@ from sqlalchemy.engine import Engine
 
 from pebench import encodings
 from pebench.analysis import lr
+from pebench.analysis.currency import stale_lines
 from pebench.engine.code import stale_cells
+from pebench.engine.currency import RunSettings
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig
 from pebench.store.database import open_readonly, safe_url
-from pebench.store.fingerprints import load_fingerprints
 from pebench.store.load import attach_json, curve_points, load_light, runs
 
 DEFAULT_DEPTH = "default"
@@ -135,12 +136,14 @@ class Joined:
 
 
 def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False,
-         stored: Mapping[str, Mapping[str, Any]] | None = None) -> Joined:
+         stored: Mapping[str, Mapping[str, Any]] | None = None,
+         settings: Mapping[int, RunSettings | str] | None = None) -> Joined:
     """The rows of ``reference`` (latest result per case, with ``config``) to show beside ``run`` (with
     ``config``): encodings ``run`` does not have, on its tasks and evaluated lengths, with a :func:`comparable_key`
     that some result of ``run`` on the same task has (see the module docstring). With ``chosen_rate`` both are a
     learning-rate sweep's cells at their chosen rates, compared without the rate. ``stored``: the reference's
-    fingerprints (:func:`pebench.store.fingerprints.load_fingerprints`), by which its stale rows are found."""
+    fingerprints (:func:`pebench.store.fingerprints.load_fingerprints`) and ``settings`` its runs' settings
+    (:func:`pebench.analysis.currency.run_settings_of`), by which its stale rows are found."""
     if run.empty or reference.empty:
         return Joined(reference.iloc[0:0])
     mine = set(run["encoding"])
@@ -172,7 +175,8 @@ def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False,
         g = g[same]
         keep.append(g[g["eval_length"].isin(lengths[task])])
     rows = pd.concat(keep) if keep else ref.iloc[0:0]
-    cells = sorted(line.split(":", 1)[0] for line in stale_cells(rows, stored)) if "code_version" in rows else []
+    lines = stale_cells(rows, stored, settings) if "code_version" in rows else []
+    cells = sorted(line.split(":", 1)[0] for line in lines)
     old = pd.Series([f"{e} on {t}" in cells for e, t in zip(rows["encoding"], rows["task"], strict=True)],
                     index=rows.index, dtype=bool)  # fmt: skip
     return Joined(rows, sorted(set(rows["encoding"])), out, int(old.sum()), cells)
@@ -240,7 +244,7 @@ def check_fresh(url: str) -> None:
     (:func:`pebench.engine.code.stale_cells`): its results are not this pebench's experiment."""
     engine = open_reference(url)
     try:
-        lines = stale_cells(load_light(engine), load_fingerprints(engine))
+        lines = stale_lines(engine, load_light(engine))
     finally:
         engine.dispose()
     if lines:
@@ -258,5 +262,4 @@ def stale_in(engine: Engine, run: int | str | None = None) -> tuple[list[str], i
     if run is not None:
         df = df[df["run_id"] == resolve_run_id(engine, run)]
     cells = df.groupby(["encoding", "task"]).ngroups if not df.empty else 0
-    digests = set(df["encoding_fingerprint"]) | set(df["task_fingerprint"]) if not df.empty else set()
-    return stale_cells(df, load_fingerprints(engine, digests)), cells
+    return stale_lines(engine, df), cells

@@ -1,7 +1,8 @@
 """Which code a result was trained by: :func:`code_version`, the source hash stored with every result as provenance,
 and :func:`stale_cells`, the cells of a database whose results are not what this pebench computes (``pebench results
---stale``: to be rebuilt), judged by behaviour (:mod:`pebench.engine.fingerprint`), by the source hash only for
-results stored without fingerprints.
+--stale``: to be rebuilt): by their configuration (:mod:`pebench.engine.currency`: the one this pebench builds at
+their run's settings, defaults current) and by behaviour (:mod:`pebench.engine.fingerprint`), by the source hash
+instead of behaviour only for results stored without fingerprints.
 
 A source file is hashed as its syntax tree without docstrings and comments (:func:`source_text`): editing the
 documentation of the model, an encoding or a task never makes results stale; any change to what runs does."""
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pebench import encodings, tasks
+from pebench.engine.currency import RunSettings, drift
 from pebench.plugins import external_files
 
 if TYPE_CHECKING:
@@ -96,17 +98,18 @@ def plugin_code(encoding_cls: type, task_cls: type) -> str:
     return h.hexdigest()[:16]
 
 
-def stale_rows(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[Any, str]]:
+def stale_rows(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None,
+               runs: Mapping[int, RunSettings | str] | None = None) -> list[tuple[Any, str]]:
     """The latest result of each (encoding, task) of ``df`` that is not what this pebench computes, with why
-    (:func:`staleness`; ``stored``: the database's fingerprints, :func:`pebench.store.fingerprints.load_fingerprints`);
-    an encoding or task this pebench does not know is stale as such."""
+    (:func:`staleness`; ``stored``: the database's fingerprints, :func:`pebench.store.fingerprints.load_fingerprints`;
+    ``runs``: each run's settings, :func:`pebench.engine.currency.run_settings`, for the configuration test, with
+    ``df``'s ``config`` column); an encoding or task this pebench does not know is stale as such."""
     out: list[tuple[Any, str]] = []
     if df.empty:
         return out
-    latest = df.sort_values("id").groupby(["encoding", "task"], sort=True).tail(1)
-    for row in latest.itertuples():
+    for row in latest(df).itertuples():
         try:
-            why = staleness(row, stored or {})
+            why = staleness(row, stored or {}, runs)
         except KeyError:
             why = "not known to this pebench (a plugin not loaded?)"
         if why:
@@ -114,32 +117,45 @@ def stale_rows(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None 
     return out
 
 
-def stale_cells(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+def latest(df: pd.DataFrame) -> pd.DataFrame:
+    """The latest result (highest id) of each (encoding, task) of ``df``: the one that stands for the cell."""
+    return df.sort_values("id").groupby(["encoding", "task"], sort=True).tail(1)
+
+
+def stale_cells(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None,
+                runs: Mapping[int, RunSettings | str] | None = None) -> list[str]:
     """One line per stale (encoding, task) of ``df`` (:func:`stale_rows`)."""
     return [f"{row.encoding} on {row.task}: {why}" + ("" if why.startswith("not known") else f" (run {row.run_id})")
-            for row, why in stale_rows(df, stored)]  # fmt: skip
+            for row, why in stale_rows(df, stored, runs)]  # fmt: skip
 
 
-def staleness(row: Any, stored: Mapping[str, Mapping[str, Any]]) -> str:
-    """Why the result ``row`` (with ``encoding``, ``task``, ``code_version`` and the fingerprint digests) is not what
-    this pebench computes; "" when it is. By behaviour (:mod:`pebench.engine.fingerprint`): its task's data digest
-    must be this pebench's exactly and its encoding's probe within the tolerance. A result stored without
-    fingerprints (before them, or in a database lacking their rows) is judged by its source hash instead."""
+def staleness(row: Any, stored: Mapping[str, Mapping[str, Any]],
+              runs: Mapping[int, RunSettings | str] | None = None) -> str:
+    """Why the result ``row`` (with ``encoding``, ``task``, ``code_version``, the fingerprint digests and, for the
+    configuration test, ``config`` and ``run_id``) is not what this pebench computes; "" when it is. Three reasons,
+    each one clause: its configuration is not the one this pebench builds for its case at its run's settings
+    (:func:`pebench.engine.currency.drift`: ``default changed: rope base 10000.0 -> 10001.0``); its task's data digest
+    is not this pebench's exactly (``task data changed``); its encoding's probe is not within the tolerance
+    (``computes otherwise (probe N x the tolerance)``). A result stored without fingerprints (before them, or in a
+    database lacking their rows) is judged by its source hash instead of the last two."""
     from pebench.engine.fingerprint import encoding_fingerprint, probe_deviation, task_fingerprint
 
     enc_cls, task_cls = encodings.get(row.encoding), tasks.get(row.task)
+    run = (runs or {}).get(int(getattr(row, "run_id", -1) or -1))
+    config = getattr(row, "config", None)
+    why = [d] if config and (d := drift(config, row.case_id, run)) else []
     enc_fp, task_fp = getattr(row, "encoding_fingerprint", ""), getattr(row, "task_fingerprint", "")
     if not (enc_fp in stored and task_fp in stored):
         now = code_version(enc_cls, task_cls)
-        if row.code_version == now:
-            return ""
-        return f"trained by code {row.code_version or 'unrecorded'}, this pebench is {now} (no fingerprint recorded)"
+        if row.code_version != now:
+            why.append(f"trained by code {row.code_version or 'unrecorded'}, this pebench is {now} "
+                       "(no fingerprint recorded)")  # fmt: skip
+        return "; ".join(why)
     task_row, enc_row = stored[task_fp], stored[enc_fp]
-    why = []
     now_task = task_fingerprint(tasks.build(row.task, task_row["options"]))["digest"]
     if now_task != task_fp:
-        why.append(f"its task's data changed (digest {task_fp[:8]} -> {now_task[:8]})")
+        why.append(f"task data changed (digest {task_fp[:8]} -> {now_task[:8]})")
     deviation = probe_deviation(enc_row["values"], encoding_fingerprint(row.encoding, enc_row["options"])["values"])
     if deviation > 1.0:
-        why.append(f"its encoding computes otherwise (probe {deviation:.3g}x the tolerance)")
+        why.append(f"computes otherwise (probe {deviation:.3g} x the tolerance)")
     return "; ".join(why)

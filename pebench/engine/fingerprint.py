@@ -41,6 +41,7 @@ import torch
 
 from pebench import encodings, metrics
 from pebench.encodings.base import EncodingContext
+from pebench.engine import shipped
 from pebench.engine.evaluation import evaluate, metric_values
 from pebench.engine.machine_cache import read_through
 from pebench.engine.packing import packable, train_packed
@@ -297,8 +298,23 @@ def _cache_key(kind: str, cls: type, config: str) -> str:
     return hashlib.sha256(canonical_json(given).encode()).hexdigest()
 
 
-def _cached(kind: str, cls: type, config: str, compute: Any) -> dict[str, Any]:
-    """The fingerprint row of ``(kind, cls, config)`` from the disk cache, else ``compute()``d and kept there."""
+def references(options: Mapping[str, Any]) -> tuple[type, ...]:
+    """The encodings named by string values of ``options`` (DroPE's ``base``): their code runs in the probe too."""
+    named = []
+    for value in options.values():
+        if isinstance(value, str):
+            with contextlib.suppress(Exception):
+                named.append(encodings.get(value))
+    return tuple(named)
+
+
+def _cached(kind: str, cls: type, config: str, compute: Any, refs: tuple[type, ...] = ()) -> dict[str, Any]:
+    """The fingerprint row of ``(kind, cls, config)``: the one pebench ships when it was computed from the source
+    installed now (:func:`pebench.engine.shipped.lookup`), else from the disk cache, else ``compute()``d and kept
+    there."""
+    row = shipped.lookup(kind, cls, config, PROBE_VERSION, refs)
+    if row is not None:
+        return row
     return read_through(cache_file(), _cache_key(kind, cls, config), compute)
 
 
@@ -320,7 +336,7 @@ def encoding_fingerprint(name: str, options: Mapping[str, Any] | None = None) ->
                 "values": values, "machine": machine()}  # fmt: skip
 
     if key not in _PROBES:
-        _PROBES[key] = _cached("encoding", cls, f"{name}:{key[2]}", compute)
+        _PROBES[key] = _cached("encoding", cls, f"{name}:{key[2]}", compute, references(opts))
     return _PROBES[key]
 
 

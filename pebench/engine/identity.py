@@ -15,22 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pebench import encodings, tasks
+from pebench import encodings
 from pebench.case import Case
-from pebench.encodings.base import EncodingContext
 from pebench.encodings.registry import not_applicable
 from pebench.engine.code import code_version, plugin_code
+from pebench.engine.configuration import build_task, describe, encoding_context  # noqa: F401  (re-exported)
 from pebench.engine.fingerprint import encoding_fingerprint, task_fingerprint
 from pebench.engine.settings import Settings
 from pebench.errors import ConfigError
 from pebench.hashing import config_hash
 from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
-
-
-def build_task(settings: Settings, name: str) -> Task:
-    """Task ``name`` with its options from ``settings`` (``--task-options``, or a sweep point's)."""
-    return tasks.build(name, settings.task_options.get(name))
 
 
 def check_applicable(task: Task, case: Case) -> None:
@@ -40,40 +35,6 @@ def check_applicable(task: Task, case: Case) -> None:
     reason = not_applicable(case.encoding, task)
     if reason is not None:
         raise ConfigError(case.id, reason)
-
-
-def encoding_context(settings: Settings, task: Task, encoding: str | None = None) -> EncodingContext:
-    """What an encoding of ``task``'s models is built with: the model's sizes at the settings' scale (and
-    ``encoding``'s own depth), the task's longest sequence and its training length."""
-    cfg = settings.model_config(task, encoding)
-    return EncodingContext(d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=cfg.n_layers, max_len=task.max_length(),
-                           train_length=task.train_length)  # fmt: skip
-
-
-def describe(settings: Settings, task: Task, case: Case, training: bool = False) -> dict[str, Any]:
-    """The full configuration of ``case`` (without seed and length) -- stored with the result and hashed.
-
-    ``task``: ``case.task`` built with ``settings`` (:func:`build_task`). ``training``: the configuration of the
-    case's trained model, i.e. with every evaluation-only encoding option (:attr:`pebench.options.Option.eval_only`)
-    at its default and every evaluation-only task option left out."""
-    enc_cls = encodings.get(case.encoding)
-    ctx = encoding_context(settings, task, case.encoding)
-    given = settings.encoding_options.get(case.encoding, {})
-    if training:
-        given = {k: v for k, v in given.items() if not (k in enc_cls.options and enc_cls.options[k].eval_only)}
-    probe = enc_cls(ctx, **given)
-    task_config = task.config()
-    if training:  # evaluation-only task options (lm's eval windows) do not change the trained model
-        task_config["options"] = {k: v for k, v in task_config["options"].items()
-                                  if not (k in task.options and task.options[k].eval_only)}  # fmt: skip
-    return {
-        "encoding": {"name": case.encoding, "version": enc_cls.version, "options": probe.opts, **probe.extra_config()},
-        "task": task_config,
-        "model": settings.model_config(task, case.encoding).to_dict(),
-        "max_len": ctx.max_len,
-        "train": settings.train_config(task).to_dict(),
-        "eval": {"samples": settings.eval_samples},
-    }
 
 
 def model_key(settings: Settings, task: Task, case: Case) -> str:

@@ -11,6 +11,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pebench.analysis import across_scale, lr
+from pebench.analysis.currency import run_settings_of
 from pebench.analysis.ranking import REPLICATES, Ranking
 from pebench.analysis.reference import Joined, join, nothing_comparable_text, protocol_split, stale_text
 from pebench.analysis.sweeps import one_point, points, rankings
@@ -95,7 +96,8 @@ def _reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> tuple[J
             ref = ref.sort_values("id").drop_duplicates(["case_id", "seed"], keep="last")
             ref = lr.chosen(ref, lr.final_validation(store_load.curve_points(engine, ref["id"]))).assign(lr_grid=rates)
         stored = load_fingerprints(engine) if not ref.empty else {}
-        joined = join(sel, ref, chosen_rate=rates is not None, stored=stored)
+        settings = run_settings_of(engine, {int(r) for r in ref["run_id"]}) if not ref.empty else {}
+        joined = join(sel, ref, chosen_rate=rates is not None, stored=stored, settings=settings)
         mine = set(sel["encoding"])
         joined.not_comparable += [line for line in other_protocol if line.split(" on ", 1)[0] not in mine]
         keys = {(t, int(L)): (t, t) for t, L in zip(joined.rows["task"], joined.rows["train_length"], strict=True)}

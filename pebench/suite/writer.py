@@ -22,8 +22,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from pebench.analysis import lr
 from pebench.analysis.baseline import Regression
 from pebench.case import Case
+from pebench.engine.currency import GIVEN_KEY
 from pebench.engine.device import pick_device
-from pebench.engine.settings import dests
+from pebench.engine.settings import FLAGS, dests
 from pebench.errors import PebenchError
 from pebench.plugins import load_entry_points, loaded
 from pebench.status import RunStatus
@@ -32,7 +33,7 @@ from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.provenance import run_info
 from pebench.store.record import ResultRecord
 from pebench.store.schema import utcnow
-from pebench.suite.state import ONE_RATE_BECAUSE, SuiteState
+from pebench.suite.state import GIVEN_FLAGS, ONE_RATE_BECAUSE, SuiteState
 from pebench.suite.summary import case_score, lite_lines, score_tables
 
 RESULT_PROPERTY = "pebench_result"
@@ -55,11 +56,22 @@ def run_options(config: pytest.Config, state: SuiteState) -> dict[str, Any]:
     opts["keyword"] = config.option.keyword
     opts["markexpr"] = config.option.markexpr
     opts["numprocesses"] = getattr(config.option, "numprocesses", None)
+    opts[GIVEN_KEY] = given_settings(config)
     if loaded():  # only with plugins: the options of other runs stay as they were (pebench merge compares them)
         opts["plugins"] = [p.spec for p in loaded()]
     if load_entry_points():
         opts["entry_points"] = [p.source for p in load_entry_points()]
     return opts
+
+
+def given_settings(config: pytest.Config) -> list[str]:
+    """The settings (:func:`~pebench.engine.settings.dests` ``setting``) the command gave, stored with the run: the
+    others are at their defaults, which the currency of its results follows (:mod:`pebench.engine.currency`). A
+    text flag given at its default value cannot be told from one not given, and counts as not given."""
+    given = config.stash.get(GIVEN_FLAGS, set())
+    return sorted(d for d in dests("setting") if d in given
+                  and not (isinstance(FLAGS[d].options.get("default"), str)
+                           and config.getoption(d) == FLAGS[d].options.get("default")))  # fmt: skip
 
 
 class Heartbeat:

@@ -36,7 +36,7 @@ def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, 
         before = {e: sorted(s.scalars(select(Result.id).where(Result.encoding == e))) for e in ("rope", "alibi")}
     engine.dispose()
     stale = pebench("results", "--stale", "--db", url)
-    assert "alibi on k_back: its encoding computes otherwise" in stale.stdout and "rope on" not in stale.stdout
+    assert "alibi on k_back: computes otherwise" in stale.stdout and "rope on" not in stale.stdout
     dry = pebench("rebuild", "--db", url, "--dry-run")
     assert "1 stale cell(s) in 1 group(s)" in dry.stdout and "run 1: alibi on k_back" in dry.stdout
     early = pebench("rebuild", "--db", url, "--merge")
