@@ -104,7 +104,8 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
 
 def lite_lines(records: Iterable[ResultRecord]) -> list[str]:
     """``--tier lite``: per encoding, its full OOD score and rank predicted from its lite tasks' results
-    (:func:`pebench.analysis.lite.predict`; ``records`` at each cell's chosen rate), marked as predicted."""
+    (:func:`pebench.analysis.lite.predict`; ``records`` at each cell's chosen rate), marked as predicted, with the
+    90% interval of the map's error and the run's seed noise for the seeds it ran (issue 90)."""
     from pebench.analysis import lite
 
     shipped = lite.load()
@@ -117,8 +118,11 @@ def lite_lines(records: Iterable[ResultRecord]) -> list[str]:
         m = metrics.of_result(r.metric, r.higher_is_better)
         if r.eval_length > r.train_length and (v := _norm(r, m)) is not None:
             by_cell[(r.encoding, r.task)][r.seed].append(v)
+    check = shipped["validation"]
+    covered = "" if check.get("coverage_single_seed") is None else \
+        f"; its interval held {check['coverage_single_seed']:.0%} of held-out single-seed runs"  # fmt: skip
     lines = [f"lite tier: {', '.join(shipped['tasks'])} predict the full tier's aggregate (validated on the reference: "
-             f"Kendall's tau {shipped['validation']['tau']:.2f}; studies/lite/README.md)"]  # fmt: skip
+             f"Kendall's tau {check['tau']:.2f}{covered}; studies/lite/README.md)"]  # fmt: skip
     if trained:
         cells = [f"{t} (trained at {n}, evaluated at {', '.join(map(str, sorted(evaluated[t])))})"
                  for t, n in trained.items()]  # fmt: skip
@@ -126,7 +130,8 @@ def lite_lines(records: Iterable[ResultRecord]) -> list[str]:
     for enc in sorted({e for e, _ in by_cell}):
         per_task = {t: sum(sum(v) / len(v) for v in seeds.values()) / len(seeds)
                     for (e, t), seeds in by_cell.items() if e == enc}  # fmt: skip
-        found = lite.predict(per_task, shipped, exclude=enc)
+        n_seeds = {t: len(by_seed) for (e, t), by_seed in by_cell.items() if e == enc}
+        found = lite.predict(per_task, shipped, exclude=enc, seeds=n_seeds)
         lines.append(f"  {enc}: " + (found.text() + " (predicted, not measured: --tier quick measures it)"
                                       if found else "not every lite task has an OOD score: no prediction"))  # fmt: skip
     return lines

@@ -11,6 +11,10 @@ selection and the fit run on the other encodings only, then predict it. Reported
 Spearman between predicted and actual full scores, the median and worst absolute rank error (the held-out encoding's
 predicted rank among the others' actual scores), how often each task was chosen across folds, and the lite set's cost
 (the stored training time of ALiBi's models on those tasks, both learning rates, seed 0).
+
+``--write BUDGET`` also records the interval of a run as it was run (issue 90, :mod:`pebench.analysis.lite_coverage`):
+each chosen task's seed spread (pooled over the reference encodings with several seeds), the interval factor
+calibrated leave-one-encoding-out, and the coverage of single-seed predictions of held-out encodings.
 """
 
 from __future__ import annotations
@@ -22,13 +26,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pebench.analysis.lite import LITE_FILE, fit, greedy, inputs_digest, validate
+from pebench.analysis import lite_coverage
+from pebench.analysis.lite import LITE_FILE, greedy, inputs_digest, validate
+
+PerSeed = dict[str, dict[str, dict[int, float]]]
 
 
-def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, tuple[int, int]]]:
+def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, tuple[int, int]], PerSeed]:
     """(OOD normalised score per encoding x task, mean over seeds at each cell's chosen rate; ALiBi's training
-    seconds per task, both rates, seed 0; each full row's 95% rank range in the full ranking) from the reference at
-    ``url``."""
+    seconds per task, both rates, seed 0; each full row's 95% rank range in the full ranking; encoding -> task ->
+    seed -> the same score per seed) from the reference at ``url``."""
     from pebench.analysis import lr, noise, ranking, scoring
     from pebench.report.data import select, set_aside_sizes
     from pebench.store import load as store_load
@@ -60,35 +67,58 @@ def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, tuple[in
                                                                           values="ood")  # fmt: skip
     full = ranking.rank(per, sigmas)
     ranges = {r.encoding: (r.rank_low, r.rank_high) for r in full.rows if r.rank_low is not None}
-    return table, cost, ranges
+    return table, cost, ranges, per
 
 
-def write(table: pd.DataFrame, cost: np.ndarray, seconds: pd.Series, budget: float, url: str,
+def reference(url: str) -> tuple[lite_coverage.Reference, pd.Series, dict[str, tuple[int, int]], list[str]]:
+    """The reference's full-coverage encodings (:class:`pebench.analysis.lite_coverage.Reference`, cost in minutes),
+    ALiBi's training seconds per task, the full ranking's rank ranges, and the partial encodings left out."""
+    table, seconds, ranges, per = cell_table(url)
+    full_rows = table.dropna()
+    cost = seconds.reindex(full_rows.columns).fillna(0).to_numpy() / 60
+    ref = lite_coverage.Reference(full_rows, {str(e): per[e] for e in full_rows.index}, cost)
+    return ref, seconds, ranges, sorted(set(table.index) - set(full_rows.index))
+
+
+def write(ref: lite_coverage.Reference, seconds: pd.Series, budget: float, url: str,
           ranges: dict[str, tuple[int, int]]) -> None:
-    """The lite tier of ``budget`` fitted on every full-coverage encoding, with its validation, to :data:`LITE_FILE`."""
+    """The lite tier of ``budget`` (one seed, the current rule) fitted on every full-coverage encoding, with its
+    validation (agreement and single-seed coverage), its tasks' seed spread and its interval factor, to
+    :data:`LITE_FILE`."""
     from pebench.store import load as store_load
     from pebench.store.database import open_db
 
-    scores, full = table.to_numpy(), table.mean(axis=1).to_numpy()
-    order = greedy(scores, full, cost, budget)
-    intercept, weights = fit(scores[:, order], full)
-    check = validate(table, cost, budget, ranges)
+    choice = lite_coverage.Choice(budget)
+    fold, sd, factor, residuals = lite_coverage.shipped(ref, choice)
+    check = validate(ref.table, ref.cost, budget, ranges)
+    runs = lite_coverage.validate(ref, choice, ranges)
     engine = open_db(url, create=False)
     try:
         digest = inputs_digest(store_load.load_light(engine))
     finally:
         engine.dispose()
-    tasks = [str(table.columns[j]) for j in order]
-    lite = {"tasks": tasks, "intercept": intercept, "weights": dict(zip(tasks, map(float, weights), strict=True)),
-            "residuals": [round(v["actual"] - v["predicted"], 5) for v in check["per_encoding"].values()],
-            "reference_scores": {str(e): round(float(v), 5) for e, v in zip(table.index, full, strict=True)},
-            "full_tasks": [str(t) for t in table.columns],
+    tasks = [str(ref.table.columns[j]) for j in fold.order]
+    with_seeds = sum(1 for e in ref.per_seed.values() if min(len(e[t]) for t in tasks) > 1)
+    lite = {"tasks": tasks, "intercept": fold.intercept,
+            "weights": dict(zip(tasks, map(float, fold.weights), strict=True)),
+            "residuals": [round(float(v), 5) for v in residuals],
+            "seed_sd": {t: round(v, 5) for t, v in sd.items()},
+            "seed_sd_from": f"the reference's per-seed OOD scores: pooled sd over the {with_seeds} encodings with "
+                            "several seeds on every lite task",
+            "interval_factor": round(factor, 4), "seeds": choice.seeds,
+            "reference_scores": {str(e): round(float(v), 5) for e, v in zip(ref.table.index, ref.full, strict=True)},
+            "full_tasks": [str(t) for t in ref.table.columns],
             "budget_min": budget, "cost_min": round(float(seconds.reindex(tasks).sum() / 60), 1),
             "validation": {k: check[k] for k in ("tau", "spearman", "median_rank_error", "worst_rank_error",
-                                                  "within_3", "within_3_or_range")},
+                                                  "within_3", "within_3_or_range")}
+            | {"coverage_single_seed": runs["coverage"], "coverage_predictions": runs["predictions"],
+               "coverage_held_out_encodings": runs["held_out"], "coverage_map_only": runs["coverage_map_only"],
+               "coverage_mutual": runs["coverage_mutual"], "coverage_mutual_map_only": runs["coverage_mutual_map_only"],
+               "coverage_mutual_pairs": runs["mutual_pairs"]},
             "reference_digest": digest, "derived_by": f"python studies/lite/choose.py --write {budget:g}"}  # fmt: skip
     LITE_FILE.write_text(json.dumps(lite, indent=1) + "\n")
-    print(f"wrote {LITE_FILE}: {', '.join(tasks)} (tau {check['tau']:.3f})")
+    print(f"wrote {LITE_FILE}: {', '.join(tasks)} (tau {check['tau']:.3f}; single-seed coverage "
+          f"{runs['coverage']:.2f} of {runs['predictions']}, interval factor {factor:.2f})")
 
 
 BUDGETS = (8.0, 12.0, 16.0, 20.0, 24.0, 30.0, 40.0, 60.0)
@@ -103,12 +133,10 @@ def main() -> None:
     parser.add_argument("--write", type=float, metavar="BUDGET", help="write the lite tier of this budget to "
                         f"{LITE_FILE.relative_to(Path.cwd()) if LITE_FILE.is_relative_to(Path.cwd()) else LITE_FILE}")
     args = parser.parse_args()
-    table, seconds, ranges = cell_table(args.db)
-    full_rows = table.dropna()
-    cost = seconds.reindex(full_rows.columns).fillna(0).to_numpy() / 60
-    print(f"{len(full_rows)} encodings of full coverage ({len(table) - len(full_rows)} partial: "
-          f"{', '.join(sorted(set(table.index) - set(full_rows.index)))}), {table.shape[1]} tasks; "
-          f"full tier {cost.sum():.1f} min of ALiBi's training")  # fmt: skip
+    ref, seconds, ranges, partial = reference(args.db)
+    full_rows, cost = ref.table, ref.cost
+    print(f"{len(full_rows)} encodings of full coverage ({len(partial)} partial: {', '.join(partial)}), "
+          f"{full_rows.shape[1]} tasks; full tier {cost.sum():.1f} min of ALiBi's training")
     print(f"budget  {'tasks (all encodings)':55s}  min    tau    rho    rank err med|worst  <=3  <=3|in range")
     curve = []
     for budget in BUDGETS:
@@ -121,7 +149,7 @@ def main() -> None:
               f"{r['median_rank_error']:.0f} | {r['worst_rank_error']:.0f}             {r['within_3']:.0%}  "
               f"{r['within_3_or_range']:.0%}")
     if args.write is not None:
-        write(full_rows, cost, seconds, args.write, args.db, ranges)
+        write(ref, seconds, args.write, args.db, ranges)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "validation.json").write_text(json.dumps({"full_cost_min": round(float(cost.sum()), 1),
                                                           "curve": curve}, indent=1) + "\n")  # fmt: skip

@@ -91,3 +91,22 @@ def test_no_prediction_without_every_lite_task(tmp_path, lite):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     add_run(url, {("mine", "k_back"): 0.84})
     assert build_context(url, "all")["predicted"] is None
+
+
+def test_the_page_says_what_the_interval_holds(tmp_path, monkeypatch):
+    """Issue 90: with the lite tasks' seed spread shipped, the interval holds the run's seed noise too (wider than the
+    residuals' alone), and the page says so, with the interval's coverage of held-out single-seed runs."""
+    noisy = LITE | {"seed_sd": {"k_back": 0.1, "reverse": 0.1}, "interval_factor": 1.0,
+                    "validation": LITE["validation"] | {"coverage_single_seed": 0.93, "coverage_predictions": 15}}
+    monkeypatch.setattr(predicted.lite_tier, "load", lambda *a, **k: noisy)
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    add_run(url, {("mine", "k_back"): 0.84, ("mine", "reverse"): 0.6})
+    (row,) = [r for r in build_context(url, "all")["predicted"]["rows"] if r.predicted]
+    assert row.holds == "90% interval: the map's error and this run's seed noise, 1 seed"
+    low, high = (float(v) for v in row.interval.split("]")[0].strip("[").split(", "))
+    assert high - low > np.diff(np.percentile(LITE["residuals"], [5, 95]))[0]  # wider than the map's error alone
+    out = tmp_path / "page.html"
+    render_report(url, out, run="all")
+    page = out.read_text()
+    assert "(90% interval: the map&#39;s error and this run&#39;s seed noise, 1 seed)" in page
+    assert "the interval held the measured score for 93% of 15 held-out single-seed runs" in page
