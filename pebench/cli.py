@@ -1,6 +1,6 @@
 """The pebench command: pebench run [pytest options], pebench list encodings|tasks, pebench check, pebench new
 encoding|task NAME, pebench bench, pebench results, pebench report, pebench findings, pebench compare, pebench merge,
-pebench db status|upgrade, pebench seed-spread, pebench rebuild."""
+pebench db status|upgrade, pebench seed-spread, pebench rebuild, pebench guard."""
 
 from __future__ import annotations
 
@@ -225,9 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_suite_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """``run``, ``list``, ``check``, ``new`` and ``rebuild``: the suite, its encodings and tasks, the kit."""
+    """``run``, ``list``, ``check``, ``new``, ``rebuild`` and ``guard``: the suite, its encodings and tasks, the kit."""
     from pebench.engine.settings import add_flags
-    from pebench.suite import rebuild
+    from pebench.suite import guard, rebuild
     from pebench.testing import new as new_command
 
     sub.add_parser("run", add_help=False,
@@ -254,6 +254,7 @@ def _add_suite_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.set_defaults(func=_check)
     new_command.add_parser(sub)  # pebench new encoding|task NAME: a starting plugin file and its test
     rebuild.add_parser(sub)  # pebench rebuild: retrain the stale cells of a reference
+    guard.add_parser(sub)  # pebench guard: retrain a few reference cells, compare within the seed noise
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -23,7 +23,8 @@ NOWHERE = f"postgresql+psycopg://pebench:{PLANTED}@127.0.0.1:1/none"
 """A server that does not exist: each command's error path."""
 NO_DRIVER = f"postgresql://pebench:{PLANTED}@127.0.0.1:1/none"
 """SQLAlchemy's default PostgreSQL driver (psycopg2, not a dependency): cannot be opened, or no server."""
-URL_COMMANDS = {"run", "results", "report", "findings", "compare", "merge", "db", "seed-spread", "rebuild"}
+URL_COMMANDS = {"run", "results", "report", "findings", "compare", "merge", "db", "seed-spread", "rebuild",
+                "guard"}
 """The commands that take a database URL: ``--db``, ``--with-reference``, merge's parts and -o (the learning-rate
 study's script, which reads databases too, has its own case in tests/studies/test_lr_verdicts.py)."""
 
@@ -103,6 +104,8 @@ ERROR_ARGVS = [
     ["merge", "{path}::1", "-o", "{url}"],
     ["rebuild", "--db", "{url}", "--dry-run"],
     ["rebuild", "--db", "{url}", "--merge"],
+    ["guard", "--reference", "{url}", "--dry-run"],
+    ["guard", "--reference", "{url}", "--cells", "rope:sort"],
     ["results", "--bogus", "{url}"],  # argparse's own error names the URL
 ]
 

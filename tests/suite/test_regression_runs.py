@@ -3,6 +3,7 @@
 import json
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -126,67 +127,110 @@ def test_bad_baseline_is_a_usage_error_before_training(run_suite, tiny, tmp_path
     assert "passed" not in res.stdout and len(load(url)) == 1
 
 
+JOBS = {"plan", "guard", "rebuild", "merge", "verdict"}
+STEP_KEYS = {"name", "id", "if", "uses", "with", "run", "shell", "env", "continue-on-error"}
+
+
+def _check_jobs(wf: dict) -> None:
+    """Every job on GitHub's Ubuntu runners inside the job limit, each step either an action or a command, every
+    ``steps.X`` naming a step of its job, every training job on CPU torch 2.13.0 from the PyTorch CPU index."""
+    for name, job in wf["jobs"].items():
+        assert job["runs-on"].startswith("ubuntu") and job["timeout-minutes"] <= 360, name  # GitHub's job limit
+        for step in job["steps"]:
+            assert set(step) <= STEP_KEYS and ("uses" in step) != ("run" in step), step
+        ids = {s["id"] for s in job["steps"] if "id" in s}
+        for ref in re.findall(r"steps\.([\w-]+)\.", yaml.safe_dump(job)):
+            assert ref in ids, f"{name}: reference to unknown step {ref}"
+        if name != "verdict":
+            install = next(s["run"] for s in job["steps"] if "pip install" in s.get("run", ""))
+            assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in install, name
+
+
+def _pebench_lines(wf: dict) -> list[str]:
+    """Every ``pebench ...`` command of the workflow, its environment and matrix filled in as on a runner."""
+    env = {f"${k}": v for k, v in wf["env"].items()} | {f'"${k}"': v for k, v in wf["env"].items()}
+    lines = []
+    for job in wf["jobs"].values():
+        for step in job["steps"]:
+            for line in step.get("run", "").splitlines():
+                line = line.strip().replace("${{ matrix.shard }}", "2/3")
+                if line.startswith("pebench "):
+                    for var, value in sorted(env.items(), key=lambda kv: -len(kv[0])):
+                        line = line.replace(var, value)
+                    lines.append(line.split(" | ")[0])
+    return lines
+
+
+def _plan_outputs(run: str, line: str, shards: str = "16") -> tuple[str, str, list[str]]:
+    """The plan step's cells, groups and shard list for ``pebench rebuild --dry-run``'s first line ``line``."""
+    script = [s for s in run.splitlines() if s.strip().startswith(("cells=", "groups=", "shards="))]
+    out = subprocess.run(["bash", "-c", "\n".join([f"line={shlex.quote(line)}", f"MAX_SHARDS={shards}", *script,
+                                                    'echo "$cells"; echo "$groups"; echo "$shards"'])],
+                         capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
+    return out[0], out[1], json.loads(out[2])
+
+
 def test_nightly_workflow_is_valid():
     wf = yaml.safe_load(WORKFLOW.read_text())
-    text = WORKFLOW.read_text()
     triggers = wf[True]  # YAML 1.1 reads the key `on` as True
     cron = triggers["schedule"][0]["cron"].split()
     assert len(cron) == 5 and all(re.fullmatch(r"[\d*/,-]+", f) for f in cron)
-    assert triggers["workflow_dispatch"]["inputs"]["bless"]["type"] == "boolean"
+    assert "workflow_dispatch" in triggers and "inputs" not in (triggers["workflow_dispatch"] or {})  # no bless
     assert wf["permissions"]["actions"] == "read"  # downloading another run's artifact
-    shard, merge = wf["jobs"]["shard"], wf["jobs"]["merge"]
-    n = int(wf["env"]["SHARDS"])
-    assert shard["strategy"]["matrix"]["shard"] == list(range(1, n + 1)) and shard["strategy"]["fail-fast"] is False
-    assert merge["needs"] == "shard" and merge["if"] == "always()"
-    for job in (shard, merge):
-        assert job["runs-on"].startswith("ubuntu") and job["timeout-minutes"] <= 360  # GitHub's job limit
-        steps = job["steps"]
-        for step in steps:
-            assert set(step) <= {"name", "id", "if", "uses", "with", "run", "shell", "env", "continue-on-error"}, step
-            assert ("uses" in step) != ("run" in step), step
-        by_id = {s["id"]: s for s in steps if "id" in s}
-        job_text = yaml.safe_dump(job)
-        for ref in re.findall(r"steps\.([\w-]+)\.", job_text):
-            assert ref in by_id, f"reference to unknown step {ref}"
-        install = next(s["run"] for s in steps if "pip install" in s.get("run", ""))
-        assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in install
-        restore = next(s for s in steps if "action-download-artifact" in s.get("uses", ""))
-        assert restore["with"]["name"] == "pebench-results" and restore["with"]["workflow_conclusion"] == "success"
-    for ref in re.findall(r"inputs\.([\w-]+)", text):
-        assert ref in triggers["workflow_dispatch"]["inputs"], ref
+    jobs = wf["jobs"]
+    assert set(jobs) == JOBS and "needs" not in jobs["plan"] and "needs" not in jobs["guard"]  # side by side
+    assert jobs["rebuild"]["needs"] == "plan" and jobs["merge"]["needs"] == ["plan", "rebuild"]
+    assert set(jobs["verdict"]["needs"]) == JOBS - {"verdict"} and jobs["verdict"]["if"] == "always()"
+    _check_jobs(wf)
 
-    # each shard: its part of the suite, with --reuse and the baseline, uploaded under its own name
-    steps = {s.get("id"): s for s in shard["steps"]}
-    assert "--baseline previous" in steps["baseline"]["run"]
-    suite = steps["suite"]["run"]
-    assert suite.startswith("python -m pytest suite") and "--reuse" in suite and "steps.baseline.outputs.args" in suite
-    assert "--shard ${{ matrix.shard }}/${{ env.SHARDS }}" in suite and steps["suite"]["continue-on-error"] is True
-    assert "--seeds ${{ env.SEEDS }}" in suite and int(wf["env"]["SEEDS"]) == 3  # an honest ranking needs seeds
-    assert "--lr-sweep off" in suite  # one rate: the cost it is sized for, and every night comparable with the last
-    upload = next(s for s in shard["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
-    assert upload["with"]["name"] == "pebench-shard-${{ matrix.shard }}" and upload["if"] == "always()"
-    # the merge job: every shard's database into one run, then compare, report, upload, and fail when anything did
-    msteps = merge["steps"]
-    names = [s.get("id") or s.get("uses", "").split("@")[0] or s["name"] for s in msteps]
-    download = next(s for s in msteps if s.get("uses", "").startswith("actions/download-artifact@"))
-    assert download["with"]["pattern"] == "pebench-shard-*"
-    by_id = {s["id"]: s for s in msteps if "id" in s}
-    assert "pebench merge shards/pebench-shard-*/results.db -o nightly/results.db" in by_id["merge"]["run"]
-    assert names.index("actions/download-artifact") < names.index("merge") < names.index("compare")
-    final = next(s for s in msteps if s.get("uses", "").startswith("actions/upload-artifact@"))
-    assert final["with"]["name"] == "pebench-results" and final["if"] == "always()"
-    assert "nightly/results.db" in final["with"]["path"] and "leaderboard.html" in final["with"]["path"]
-    report = next(s for s in msteps if "pebench report" in s.get("run", ""))
-    assert report["if"] == "always()" and "-o nightly/leaderboard.html" in report["run"]
-    fail = msteps[-1]
-    assert fail["if"] == "always()" and "needs.shard.result" in fail["run"] and "exit 1" in fail["run"]
+    # plan: the base (the shipped reference, or the rebuilt one an earlier nightly made from the same file), its
+    # stale groups and the shards of the dynamic matrix
+    plan = {s.get("id") or s["name"]: s for s in jobs["plan"]["steps"]}
+    restore = next(s for s in plan.values() if "action-download-artifact@v6" in s.get("uses", ""))
+    assert restore["with"]["name"] == "pebench-reference" and restore["with"]["search_artifacts"] is True
+    assert "sha256sum pebench/data/reference.db" in plan["base"]["run"] and "base.sha256" in plan["base"]["run"]
+    assert "pebench results --stale --db \"$SHIPPED\"" in plan["shipped"]["run"]
+    assert "pebench rebuild --db \"$BASE\" --dry-run" in plan["plan"]["run"]
+    outputs = jobs["plan"]["outputs"]
+    assert outputs["groups"] == "${{ steps.plan.outputs.groups }}" and "steps.plan.outputs.shards" in outputs["shards"]
+    first = "sqlite:///nightly/reference.db: {} stale cell(s) in {} group(s) (run, encoding)"
+    assert _plan_outputs(plan["plan"]["run"], first.format(576, 25)) == ("576", "25", [f"{i}/16" for i in
+                                                                                      range(1, 17)])  # fmt: skip
+    assert _plan_outputs(plan["plan"]["run"], first.format(36, 3)) == ("36", "3", ["1/3", "2/3", "3/3"])
+    assert _plan_outputs(plan["plan"]["run"], first.format(0, 0))[1:] == ("0", ["1/1"])  # never an empty matrix
+
+    # the guard: its verdict reaches the job summary, also when it fails
+    guard = jobs["guard"]["steps"]
+    run = next(s for s in guard if "pebench guard" in s.get("run", ""))
+    assert "| tee nightly/guard.txt" in run["run"]
+    summary = next(s for s in guard if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    assert summary["if"] == "always()" and "nightly/guard.txt" in summary["run"]
+
+    # rebuild: one job per shard of plan's list; merge: the parts in place, nothing stale, the rebuilt reference
+    rebuild = jobs["rebuild"]
+    assert rebuild["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    assert "needs.plan.outputs.groups" in rebuild["if"] and rebuild["strategy"]["fail-fast"] is False
+    assert any("--shard ${{ matrix.shard }}" in s.get("run", "") for s in rebuild["steps"])
+    merge = {s.get("id") or s["name"]: s for s in jobs["merge"]["steps"]}
+    assert jobs["merge"]["if"].startswith("always()") and "needs.plan.outputs.groups" in jobs["merge"]["if"]
+    parts = next(s for s in merge.values() if s.get("with", {}).get("pattern") == "pebench-parts-*")
+    assert parts["with"]["merge-multiple"] is True
+    assert "grep -q '^0 stale cell(s)'" in merge["current"]["run"]
+    attach = next(s for s in merge.values() if s.get("with", {}).get("name") == "pebench-reference")
+    assert {"nightly/reference.db", "nightly/base.sha256", "nightly/leaderboard.html"} <= set(
+        attach["with"]["path"].split())
+    fail = jobs["merge"]["steps"][-1]
+    assert fail["if"] == "always()" and "::error::" in fail["run"] and "exit 1" in fail["run"]
+    verdict = jobs["verdict"]["steps"][-1]["run"]
+    assert "needs.guard.result" in verdict and "needs.rebuild.result" in verdict and "exit $status" in verdict
+
     # the command lines parse with the real CLI
-    for line in by_id["compare"]["run"].splitlines() + by_id["merge"]["run"].splitlines():
-        line = line.strip()
-        if line.startswith("pebench "):
-            argv = shlex.split(line.split("|")[0].split(">")[0])[1:]
-            ns = build_parser().parse_args(argv)
-            if argv[0] == "compare":
-                assert (ns.base, ns.current) == ("previous", "latest")
-            else:
-                assert ns.output == "nightly/results.db"
+    commands = {}
+    for line in _pebench_lines(wf):
+        argv = shlex.split(line)[1:]
+        commands.setdefault(argv[0], []).append(build_parser().parse_args(argv))
+    assert set(commands) == {"results", "rebuild", "guard", "report"}
+    assert {ns.shard for ns in commands["rebuild"]} == {(1, 1), (2, 3)} and any(ns.merge for ns in commands["rebuild"])
+    assert all(ns.db == "sqlite:///nightly/reference.db" for ns in commands["rebuild"])
+    (guard_ns,) = commands["guard"]
+    assert guard_ns.db == "sqlite:///nightly/guard.db" and guard_ns.pytest_args == ["-n", "2"]
