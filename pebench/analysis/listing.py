@@ -54,6 +54,7 @@ def results(url: str, run_option: str | None, encodings: str | None, tasks_optio
 def stale(url: str, run: int | str | None) -> int:
     """``pebench results --stale``: the cells whose latest result is not what this pebench computes."""
     from pebench.analysis.reference import stale_in
+    from pebench.engine.code import cells_of
     from pebench.store.database import open_readonly
 
     engine = open_readonly(url)
@@ -63,8 +64,10 @@ def stale(url: str, run: int | str | None) -> int:
         engine.dispose()
     for line in cells:
         print(line)
-    print(f"{len(cells)} stale cell(s) of {n} (encoding, task) pairs"
-          + ("; rebuild them with the suite and --reuse (the others are copied)" if cells else ""))  # fmt: skip
+    distinct = len(cells_of(cells))
+    runs = f" ({len(cells)} in (run, cell) pairs: each run holding a cell is judged)" if len(cells) > distinct else ""
+    print(f"{distinct} stale cell(s) of {n} (encoding, task) pairs{runs}"
+          + ("; rebuild them with pebench rebuild (the others are kept)" if cells else ""))  # fmt: skip
     return 0
 
 

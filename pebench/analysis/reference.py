@@ -37,7 +37,7 @@ from sqlalchemy.engine import Engine
 from pebench import encodings
 from pebench.analysis import lr
 from pebench.analysis.currency import stale_lines
-from pebench.engine.code import stale_cells
+from pebench.engine.code import cells_of, stale_cells
 from pebench.engine.currency import RunSettings
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash
@@ -176,7 +176,7 @@ def join(run: pd.DataFrame, reference: pd.DataFrame, chosen_rate: bool = False,
         keep.append(g[g["eval_length"].isin(lengths[task])])
     rows = pd.concat(keep) if keep else ref.iloc[0:0]
     lines = stale_cells(rows, stored, settings) if "code_version" in rows else []
-    cells = sorted(line.split(":", 1)[0] for line in lines)
+    cells = cells_of(lines)
     old = pd.Series([f"{e} on {t}" in cells for e, t in zip(rows["encoding"], rows["task"], strict=True)],
                     index=rows.index, dtype=bool)  # fmt: skip
     return Joined(rows, sorted(set(rows["encoding"])), out, int(old.sum()), cells)
@@ -248,7 +248,7 @@ def check_fresh(url: str) -> None:
     finally:
         engine.dispose()
     if lines:
-        cells = [line.split(":", 1)[0] for line in lines]
+        cells = cells_of(lines)
         raise PebenchError(f"--with-reference {safe_url(url)}: {len(cells)} cell(s) ({_listed(cells)}) are not what "
                            f"this pebench computes; {FIX}")
 

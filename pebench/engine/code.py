@@ -100,7 +100,8 @@ def plugin_code(encoding_cls: type, task_cls: type) -> str:
 
 def stale_rows(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None,
                runs: Mapping[int, RunSettings | str] | None = None) -> list[tuple[Any, str]]:
-    """The latest result of each (encoding, task) of ``df`` that is not what this pebench computes, with why
+    """The latest result of each (encoding, task) of each run of ``df`` (:func:`latest`) that is not what this
+    pebench computes, with why
     (:func:`staleness`; ``stored``: the database's fingerprints, :func:`pebench.store.fingerprints.load_fingerprints`;
     ``runs``: each run's settings, :func:`pebench.engine.currency.run_settings`, for the configuration test, with
     ``df``'s ``config`` column); an encoding or task this pebench does not know is stale as such."""
@@ -118,15 +119,24 @@ def stale_rows(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None 
 
 
 def latest(df: pd.DataFrame) -> pd.DataFrame:
-    """The latest result (highest id) of each (encoding, task) of ``df``: the one that stands for the cell."""
-    return df.sort_values("id").groupby(["encoding", "task"], sort=True).tail(1)
+    """The latest result (highest id) of each (encoding, task) of each run of ``df``: the one that stands for the
+    cell in that run (a cell held by several runs -- the default size and a size run set aside, say -- is judged in
+    each, at each run's own settings)."""
+    keys = ["run_id", "encoding", "task"] if "run_id" in df else ["encoding", "task"]
+    return df.sort_values("id").groupby(keys, sort=True).tail(1)
 
 
 def stale_cells(df: pd.DataFrame, stored: Mapping[str, Mapping[str, Any]] | None = None,
                 runs: Mapping[int, RunSettings | str] | None = None) -> list[str]:
-    """One line per stale (encoding, task) of ``df`` (:func:`stale_rows`)."""
+    """One line per stale (encoding, task) of each run of ``df`` (:func:`stale_rows`): ``rope on k_back: why (run
+    N)``; :func:`cells_of` reads the cells back."""
     return [f"{row.encoding} on {row.task}: {why}" + ("" if why.startswith("not known") else f" (run {row.run_id})")
             for row, why in stale_rows(df, stored, runs)]  # fmt: skip
+
+
+def cells_of(lines: list[str]) -> list[str]:
+    """The distinct cells (``rope on k_back``) of :func:`stale_cells`'s lines, sorted."""
+    return sorted({line.split(":", 1)[0] for line in lines})
 
 
 def staleness(row: Any, stored: Mapping[str, Mapping[str, Any]],

@@ -36,6 +36,10 @@ class Group:
     encoding: str
     tasks: list[str]
     options: dict[str, Any] = field(default_factory=dict)
+    models: int = 0
+    """The models its cells' results stored (each once: :func:`pebench.analysis.training_time.stored_training`)."""
+    train_time_s: float = 0.0
+    """Their stored training time: about what retraining them takes on a machine like the reference's."""
 
     @property
     def part(self) -> str:
@@ -67,22 +71,27 @@ def run_flags(options: Mapping[str, Any]) -> list[str]:
 
 
 def plan(url: str) -> list[Group]:
-    """The stale cells of the database at ``url``, grouped by run and encoding."""
-    from pebench.engine.code import stale_rows
+    """The stale cells of the database at ``url``, grouped by run and encoding, each group with its cells' models
+    and their stored training time."""
+    from pebench.analysis.currency import stale_pairs
+    from pebench.analysis.training_time import stored_training
     from pebench.store.database import open_readonly
-    from pebench.store.fingerprints import load_fingerprints
     from pebench.store.load import load_light, runs
 
     engine = open_readonly(url)
     try:
-        df, options = load_light(engine), {int(r["id"]): r["options"] or {} for r in runs(engine)}
-        stored = load_fingerprints(engine)
+        options = {int(r["id"]): r["options"] or {} for r in runs(engine)}
+        df = load_light(engine)
+        pairs = stale_pairs(engine, df)
     finally:
         engine.dispose()
     groups: dict[tuple[int, str], Group] = {}
-    for row, _ in stale_rows(df, stored):
+    for row, _ in pairs:
         key = (int(row.run_id), row.encoding)
         groups.setdefault(key, Group(key[0], row.encoding, [], options[key[0]])).tasks.append(row.task)
+    for g in groups.values():
+        cells = df[(df["run_id"] == g.run_id) & (df["encoding"] == g.encoding) & df["task"].isin(g.tasks)]
+        g.models, g.train_time_s = stored_training(cells)
     return [groups[k] for k in sorted(groups)]
 
 
@@ -161,15 +170,21 @@ def merge_in(url: str, groups: Sequence[Group], parts: Path) -> int:
 
 def command(args: argparse.Namespace) -> int:
     """``pebench rebuild``: the plan, then (``--dry-run``: nothing) this shard's training, or ``--merge``."""
+    from pebench.analysis.training_time import duration_text
     from pebench.store.database import resolve_url, safe_url
 
     url = resolve_url(args.db)
     groups = plan(url)
     cells = sum(len(g.tasks) for g in groups)
     print(f"{safe_url(url)}: {cells} stale cell(s) in {len(groups)} group(s) (run, encoding)")
+    if groups:
+        models, seconds = sum(g.models for g in groups), sum(g.train_time_s for g in groups)
+        print(f"  to train: about {models:,} model(s), {duration_text(seconds)} of stored training time (each "
+              "model once, as the reference stored it)")  # fmt: skip
     if not groups or args.dry_run:
         for g in groups:
-            print(f"  run {g.run_id}: {g.encoding} on {', '.join(g.tasks)}")
+            print(f"  run {g.run_id}: {g.encoding} on {', '.join(g.tasks)} ({g.models} model(s), "
+                  f"{duration_text(g.train_time_s)})")  # fmt: skip
         return 0
     if args.merge:
         print(f"merged {merge_in(url, groups, args.parts)} result(s) into {safe_url(url)}")

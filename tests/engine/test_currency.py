@@ -17,6 +17,7 @@ import pytest
 import pebench.results as results
 from pebench import encodings
 from pebench.analysis.currency import stale_lines
+from pebench.engine.code import cells_of
 from pebench.engine.currency import changes, drift, given_of, run_settings
 from pebench.store.database import open_readonly
 from pebench.store.load import load_light
@@ -108,10 +109,11 @@ def test_ropes_changed_default_stales_ropes_cells_and_dropes_not_alibis(tmp_path
     rope.write_text(text.replace('Option(10000.0, "frequency base"', 'Option(10001.0, "frequency base"'))
     out = _stale_in_copy(root).stdout
     lines = out.splitlines()
-    assert sum(line.startswith("rope on ") for line in lines) == 36
+    assert len(cells_of([line for line in lines if line.startswith("rope on ")])) == 36  # every task's cell
     assert "rope on k_back: default changed: rope base 10000.0 -> 10001.0 (run " in out
+    assert "rope on k_back: default changed: rope base 10000.0 -> 10001.0 (run 8)" in out  # each run is judged
     drope = [line for line in lines if line.startswith("drope on ")]
-    assert len(drope) == 36 and all("computes otherwise (probe " in line for line in drope)
+    assert len(cells_of(drope)) == 36 and all("computes otherwise (probe " in line for line in drope)
     assert not any(line.startswith("alibi on ") for line in lines)
 
 

@@ -38,7 +38,8 @@ def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, 
     stale = pebench("results", "--stale", "--db", url)
     assert "alibi on k_back: computes otherwise" in stale.stdout and "rope on" not in stale.stdout
     dry = pebench("rebuild", "--db", url, "--dry-run")
-    assert "1 stale cell(s) in 1 group(s)" in dry.stdout and "run 1: alibi on k_back" in dry.stdout
+    assert "1 stale cell(s) in 1 group(s)" in dry.stdout and "run 1: alibi on k_back (1 model(s), " in dry.stdout
+    assert "to train: about 1 model(s), 0.0 CPU-minutes of stored training time" in dry.stdout  # what it stored
     early = pebench("rebuild", "--db", url, "--merge")
     assert early.returncode == 2 and "not complete yet (run1-alibi.db)" in early.stderr
     trained = pebench("rebuild", "--db", url, "--", "--no-cache")
