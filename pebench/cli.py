@@ -1,6 +1,6 @@
 """The pebench command: pebench run [pytest options], pebench list encodings|tasks, pebench check, pebench new
 encoding|task NAME, pebench bench, pebench results, pebench report, pebench findings, pebench compare, pebench merge,
-pebench db status|upgrade, pebench seed-spread, pebench rebuild, pebench guard."""
+pebench db status|upgrade, pebench seed-spread, pebench rebuild, pebench guard, pebench table."""
 
 from __future__ import annotations
 
@@ -96,6 +96,12 @@ def _db(args: argparse.Namespace) -> str:
     from pebench.store.database import resolve_url
 
     return resolve_url(args.db)
+
+
+def _table(args: argparse.Namespace) -> int:
+    from pebench.report.table import command  # the page's modules load torch: not for the parser
+
+    return command(args)
 
 
 def _results(args: argparse.Namespace) -> int:
@@ -282,7 +288,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def _add_result_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """``results``, ``report`` and ``findings``: what a run of a results database holds, shows and says."""
+    """``results``, ``report``, ``findings`` and ``table``: what a run of a results database holds, shows and says."""
     from pebench.engine.settings import add_flags
 
     p = sub.add_parser("results", help="print the results stored in a database")
@@ -327,6 +333,13 @@ def _add_result_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
     p.add_argument("--strict", action="store_true", help="exit 1 when a finding does not hold")
     p.add_argument("--point", metavar="POINT", help="with a sweep, the point to check (e.g. layers4)")
     p.set_defaults(func=_findings)
+    p = sub.add_parser("table", help="the leaderboard (or a task's table) as CSV, Markdown or LaTeX, for a paper")
+    add_flags(p.add_argument, ["db"])
+    p.add_argument("--run", default="latest", help="run id, latest, previous or all (default latest)")
+    p.add_argument("--task", metavar="T[,T...]", help="each task's table by length instead of the leaderboard")
+    p.add_argument("--format", choices=("csv", "markdown", "latex"), default="markdown", help="default markdown")
+    p.add_argument("-o", "--output", help="write to this file (default: standard output)")
+    p.set_defaults(func=_table)
 
 
 def _add_database_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -24,7 +24,7 @@ NOWHERE = f"postgresql+psycopg://pebench:{PLANTED}@127.0.0.1:1/none"
 NO_DRIVER = f"postgresql://pebench:{PLANTED}@127.0.0.1:1/none"
 """SQLAlchemy's default PostgreSQL driver (psycopg2, not a dependency): cannot be opened, or no server."""
 URL_COMMANDS = {"run", "results", "report", "findings", "compare", "merge", "db", "seed-spread", "rebuild",
-                "guard"}
+                "guard", "table"}
 """The commands that take a database URL: ``--db``, ``--with-reference``, merge's parts and -o (the learning-rate
 study's script, which reads databases too, has its own case in tests/studies/test_lr_verdicts.py)."""
 
@@ -106,6 +106,8 @@ ERROR_ARGVS = [
     ["rebuild", "--db", "{url}", "--merge"],
     ["guard", "--reference", "{url}", "--dry-run"],
     ["guard", "--reference", "{url}", "--cells", "rope:sort"],
+    ["table", "--db", "{url}"],
+    ["table", "--db", "{url}", "--format", "csv", "--task", "k_back"],
     ["results", "--bogus", "{url}"],  # argparse's own error names the URL
 ]
 
@@ -128,7 +130,7 @@ def test_the_default_database_from_the_environment_is_masked_too(tmp_path, capfd
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PEBENCH_DB", NOWHERE)
     for argv in (["results"], ["db", "status"], ["findings"], ["seed-spread"], ["compare", "1", "2"],
-                 ["rebuild", "--dry-run"]):
+                 ["rebuild", "--dry-run"], ["table"]):
         code, printed = _run(capfd, argv)
         assert code == 2 and PLANTED not in printed and "***" in printed, printed
 
