@@ -48,7 +48,7 @@ def leaderboard(context: dict[str, Any]) -> list[list[str]]:
     for e in context.get("entries", []):
         group = e.group if e.group is not None else ""
         rows.append([str(e.rank), e.rank_text, str(group), e.encoding, _num(e.ood.value), _num(e.ood.half),
-                     _num(e.id.value), _num(e.id.half), f"{e.n_tasks}/{e.total_tasks}", str(e.n_seeds)])  # fmt: skip
+                     _num(e.id.value), _num(e.id.half), f"{e.n_tasks}/{e.total_tasks}", e.seeds_text])  # fmt: skip
     return rows
 
 

@@ -127,8 +127,8 @@ class Entry:
     n_seeds: int
     failures: int
     rank: int = 0
-    reach: float | None = None
-    """How far, the median over tasks (:func:`pebench.analysis.reach.median_reach`)."""
+    seeds_low: int = 0
+    """The fewest seeds any of its cells has (:attr:`seeds_text` shows the range where cells differ)."""
     keeps_2x: int = 0
     """On how many tasks it keeps 90% of its score up to 2x and 4x the training length (:func:`reach.keeps`)."""
     keeps_4x: int = 0
@@ -147,8 +147,10 @@ class Entry:
         return self.ranked.group if self.ranked is not None else None
 
     @property
-    def reach_text(self) -> str:
-        return reach.multiple_text(self.reach)
+    def seeds_text(self) -> str:
+        """``"1-3"`` where its cells have different numbers of seeds, else the number."""
+        low = self.seeds_low or self.n_seeds
+        return f"{low}-{self.n_seeds}" if low < self.n_seeds else str(self.n_seeds)
 
     @property
     def partial(self) -> bool:
@@ -206,7 +208,6 @@ class _Scores:
     failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     seeds: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     sigmas: dict[str, float | None] = field(default_factory=dict)
-    reaches: dict[str, list[Reach]] = field(default_factory=lambda: defaultdict(list))
     has_deltas: bool = False
 
     def id_mean(self, enc: str, key: str) -> float:
@@ -296,7 +297,6 @@ def _task_view(
             _previous(id_cell, gap, pg, (id_lengths, ood_lengths), m, acc, enc, key)
         seed_norms[enc] = (i_norm, o_norm)
         far = reach.reach({L: [r["norm"] for r in per.values()] for L, per in g.by_length.items()}, train_length)
-        acc.reaches[enc].append(far)
         if i_norm:
             acc.id_norm[enc][key] = i_norm
         if o_norm:
@@ -349,7 +349,7 @@ def _entries(encodings: Sequence[str], groups: Mapping[tuple[str, int], Any], co
             total_tasks=len(groups),
             n_seeds=len(acc.seeds[enc]),
             failures=acc.failures[enc],
-            reach=reach.median_reach(acc.reaches.get(enc, [])),
+            seeds_low=min((len(s) for s in acc.ood_norm.get(enc, {}).values()), default=0),
         )
         for cell, cur, old in ((entry.id, acc.id_norm.get(enc, {}), acc.prev_id.get(enc, {})),
                                (entry.ood, acc.ood_norm.get(enc, {}), acc.prev_ood.get(enc, {}))):  # fmt: skip

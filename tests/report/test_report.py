@@ -128,8 +128,10 @@ def test_leaderboard_numbers_order_partial_and_deltas(db_url):
     # (normalised 0.2 at the training length) has not learned "acc"; on "ppl" everyone falls below 90% at 128
     assert {r.encoding: r.reach.text for r in acc.rows} == {"solo": "4×", "alpha": "1×", "beta": "1×", EVIL: "–"}
     assert {r.reach.text for r in ppl.rows} == {"1×"}
-    # the leaderboard: the lower median over tasks, a task not learned counting as 0
-    assert {e: entries[e].reach_text for e in entries} == {"solo": "4×", "alpha": "1×", "beta": "1×", EVIL: "–"}
+    # the leaderboard counts them: on how many tasks each keeps 90% up to 2x and 4x (no median column, issue 91)
+    assert {e: (entries[e].keeps_2x, entries[e].keeps_4x) for e in entries} == \
+        {"solo": (1, 1), "alpha": (0, 0), "beta": (0, 0), EVIL: (0, 0)}  # fmt: skip
+    assert all(entries[e].seeds_text == str(entries[e].n_seeds) for e in entries)  # every cell has its seeds
 
 
 def test_page_escapes_database_strings_and_is_self_contained(db_url, tmp_path):

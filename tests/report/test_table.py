@@ -42,6 +42,9 @@ def test_the_csv_has_a_row_per_ranked_encoding_and_the_pages_numbers(board, tmp_
     assert len(rows) >= 44 and [int(r["rank"]) for r in rows] == list(range(1, len(rows) + 1))
     assert all(r["rank_range"] and r["pebench_version"] == pebench.__version__ and len(r["results_digest"]) == 32
                for r in rows)  # fmt: skip
+    seeds = {r["encoding"]: r["seeds"] for r in rows}  # a range where an encoding's cells differ (issue 91)
+    assert seeds["path"] == "1" and seeds["alibi"] == "3" and seeds["selective"] == "1-3"  # 3 where contested
+    assert sum("-" in s for s in seeds.values()) >= 10
     page = _page_rows(Path(render_report(REFERENCE, tmp_path / "page.html", "all").path))
     assert len(page) == len(rows)
     for r in rows:
