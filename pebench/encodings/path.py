@@ -61,9 +61,10 @@ applied by matrix products: batched LAPACK solves of small systems cost more per
 
 The attention runs through PaTH's own kernel (:func:`path_attention`, ``kernel = "path"``): the scores by chunks of
 query rows (:func:`path_score_rows`), each chunk scaled, causally masked, softmax and times the values, so no
-``(B, H, T, T)`` tensor is built on any device. :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores`
-(``custom_scores``) still gives the whole scores, for the inspected attention maps and the tests. Index positions are
-not read, so shifting them changes nothing.
+``(B, H, T, T)`` tensor is built on any device; asked for its weights (the inspected maps), it returns each chunk's
+softmax as well. :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores` (``custom_scores``) gives the
+whole scores for the ``custom`` kernel, which a wrapper adding a bias or weights to PaTH's scores takes, and for the
+tests. Index positions are not read, so shifting them changes nothing.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ from torch import Tensor, nn
 from pebench.encodings.base import EncodingContext, PositionalEncoding
 from pebench.encodings.precision import upcast
 from pebench.encodings.registry import register
-from pebench.models.attention import causal_additive
-from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, register_kernel
+from pebench.models.attention import causal_additive, join_rows
+from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, KernelResult, register_kernel
 from pebench.options import Option
 
 
@@ -163,24 +164,28 @@ def path_score_rows(q: Tensor, k: Tensor, w: Tensor, beta: Tensor, block: int | 
 
 
 @register_kernel("path")
-def path_attention(call: AttentionCall) -> Tensor:
+def path_attention(call: AttentionCall) -> KernelResult:
     """PaTH's attention by chunks of query rows: each chunk's scores (:func:`path_score_rows`) scaled, causally masked,
-    softmax, times the values, so neither the ``(B, H, T, T)`` scores nor a gradient of their size is built. An
-    encoding adding a bias or weights of its own to PaTH's scores takes the ``custom`` kernel."""
+    softmax, times the values, so neither the ``(B, H, T, T)`` scores nor a gradient of their size is built; on request
+    (:attr:`~pebench.models.kernels.AttentionCall.want_weights`) also each chunk's softmax, zero past its keys, as the
+    ``(B, H, T, T)`` weights. An encoding adding a bias or weights of its own to PaTH's scores takes the ``custom``
+    kernel (with :meth:`PaTH.attention_scores`)."""
     if call.mask() is not None or call.weights() is not None:
         return ATTENTION_KERNELS["custom"](call)
     q, k, v, t = call.q, call.k, call.v, call.q.shape[-2]
     w, beta = call.pe.transforms(call.x, call.layer)
     causal = causal_additive(t, q.device, torch.float32)
-    outs, start = [], 0
+    outs, kept, start = [], [], 0
     for scores in path_score_rows(q, k, w, beta):
         stop = start + scores.shape[-2]
         probs = (scores.float() * call.scale + causal[..., start:stop, : scores.shape[-1]]).softmax(-1).to(v.dtype)
+        if call.want_weights:
+            kept.append(F.pad(probs, (0, t - scores.shape[-1])))
         if call.dropout:
             probs = F.dropout(probs, call.dropout)
         outs.append(probs @ v[..., : scores.shape[-1], :])
         start = stop
-    return outs[0] if len(outs) == 1 else torch.cat(outs, -2)
+    return join_rows(outs), join_rows(kept) if call.want_weights else None
 
 
 @register

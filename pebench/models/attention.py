@@ -70,8 +70,8 @@ CPU)."""
 
 def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float,
                              dropout: float = 0.0, bias_rows: Callable[[Tensor, int], Tensor] | None = None,
-                             weights: Callable[[Tensor, int], Tensor] | None = None,
-                             raw: Tensor | None = None) -> Tensor:  # fmt: skip
+                             weights: Callable[[Tensor, int], Tensor] | None = None, raw: Tensor | None = None,
+                             want_weights: bool = False) -> tuple[Tensor, Tensor | None]:  # fmt: skip
     """softmax(q·kᵀ·scale + mask)·v computed by blocks of :data:`BLOCK_ROWS` query rows, each against the keys it
     can see (j < the block's end), so about half of the causal upper triangle is never computed.
 
@@ -82,12 +82,16 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
     from the block's scaled scores and the causal part is added here, so no ``(B, H, T, T)`` tensor is built.
     ``weights(scores, start)``, when given, replaces the softmax of each block's masked scores (an encoding's
     :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`). ``raw`` ``(B, H, T, T)``, when given,
-    replaces q·kᵀ (an encoding's :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores`)."""
+    replaces q·kᵀ (an encoding's :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores`).
+
+    Returns the output and, with ``want_weights``, the weights it multiplied v by ``(B, H, T, T)`` (the softmax or
+    ``weights`` of each block, in v's dtype, before dropout; 0 on the keys a block skips), else None. Asking for them
+    changes no operation that makes the output."""
     t = q.shape[-2]
     qs = q * scale  # (B, H, T, d): cheaper to scale than the (B, H, T, T) scores
     kt = k.transpose(-1, -2)
     causal = causal_additive(t, q.device, torch.float32) if mask is None else None
-    outs = []
+    outs, kept = [], []
     for start in range(0, t, BLOCK_ROWS):
         stop = min(t, start + BLOCK_ROWS)
         if raw is None:
@@ -102,10 +106,17 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
             extra = mask[..., start:stop, :stop].float()  # type: ignore[index]
         scores = scores + extra
         probs = (scores.softmax(-1) if weights is None else weights(scores, start)).to(v.dtype)
+        if want_weights:
+            kept.append(F.pad(probs, (0, t - stop)))
         if dropout:
             probs = F.dropout(probs, dropout)
         outs.append(torch.matmul(probs, v[..., :stop, :]))
-    return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-2)
+    return join_rows(outs), join_rows(kept) if want_weights else None
+
+
+def join_rows(blocks: list[Tensor]) -> Tensor:
+    """Blocks of query rows ``(..., rows, w)`` joined along the rows (the one block itself when there is one)."""
+    return blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-2)
 
 
 def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float, scale: float) -> Tensor:

@@ -2,8 +2,15 @@
 encoding names one (:attr:`~pebench.encodings.base.PositionalEncoding.attention_kernel`).
 
 A kernel takes an :class:`AttentionCall` -- the layer's transformed q and k, its v (with a carried state's channels,
-:mod:`pebench.models.state`), the hidden states, positions, layer, encoding and the forward pass's scratch space --
-and returns the attended values ``(B, H, T, width of v)``. The call builds the parts a kernel may ask for from the
+:mod:`pebench.models.state`), the hidden states, positions, layer, encoding, the forward pass's scratch space and
+whether the weights are wanted (:attr:`AttentionCall.want_weights`) -- and returns a :data:`KernelResult`
+``(out, weights)``: the attended values ``(B, H, T, width of v)`` and, when the call wants them, the weights
+``(B, H, T, T)`` it multiplied v by (before dropout; rows summing to what its weights sum to: 1 for a softmax, at most
+1 for stick-breaking's), else None. One signature for training, evaluation and the inspected maps
+(:meth:`pebench.models.transformer.Transformer.attention_maps` reads the weights of the layer's own kernel): asking
+for the weights may cost time but never changes an operation that makes ``out``. A kernel that cannot return the
+weights it used (a fused kernel) computes them on request with the exact same formula by another route and says so.
+The call builds the parts a kernel may ask for from the
 encoding's hooks: the float mask with every bias (:meth:`AttentionCall.mask`), the bias of a block of query rows
 (:meth:`AttentionCall.rows`), the custom scores and weights. The model (:class:`pebench.models.transformer.Attention`)
 only builds the call and runs the encoding's kernel, so an encoding that computes its attention in a new way registers
@@ -13,7 +20,8 @@ Built in (the exact computations of :mod:`pebench.models.attention`, chosen per 
 
 * ``fused`` -- softmax(q·kᵀ·scale + biases)·v through PyTorch's fused SDPA; the exact blocked attention where SDPA
   cannot serve: packed seeds (vmap batches matmuls on every device) and, on the CPU, a mask that needs a gradient
-  (SDPA's flash kernel gives none, its math path builds the whole attention);
+  (SDPA's flash kernel gives none, its math path builds the whole attention). SDPA returns no weights: on request
+  they come from the blocked attention with the same mask and scale, beside SDPA's unchanged output;
 * ``rows`` -- a bias built block by block of query rows (an encoding's
   :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_rows`, and a bias from the hidden states in training)
   inside the blocked attention on the CPU and for packed seeds, where a whole ``(B, H, T, T)`` bias and its gradient
@@ -34,7 +42,15 @@ from torch import Tensor
 from pebench.encodings.base import PositionalEncoding
 from pebench.models.attention import FAR_BIAS, add_bias, blocked_causal_attention, causal_additive, needs_grad, sdpa
 
-__all__ = ["ATTENTION_KERNELS", "AttentionCall", "Kernel", "kernel_for", "register_kernel"]
+__all__ = [
+    "ATTENTION_KERNELS",
+    "AttentionCall",
+    "Kernel",
+    "KernelResult",
+    "kernel_for",
+    "register_kernel",
+    "run_kernel",
+]
 
 
 @dataclass
@@ -42,7 +58,7 @@ class AttentionCall:
     """One layer's attention, as a kernel receives it. ``q``, ``k`` ``(B, H, T, qk_dim)`` are transformed by every
     hook of the encoding; ``v`` ``(B, H, T, w)`` carries a state's channels after the head's; ``x`` ``(B, T, d_model)``
     is the hidden states entering the layer's attention; ``shared`` the forward pass's scratch space (None: a layer
-    called on its own)."""
+    called on its own); ``want_weights`` asks the kernel for its weights."""
 
     q: Tensor
     k: Tensor
@@ -53,6 +69,9 @@ class AttentionCall:
     pe: PositionalEncoding
     shared: dict[str, Tensor | None] | None
     dropout: float
+    want_weights: bool = False
+    """Whether the kernel returns the weights it used beside the output (the inspected maps); False in training and
+    evaluation."""
     _masks: dict[bool, Tensor | None] = field(default_factory=dict, repr=False)
 
     @property
@@ -130,8 +149,12 @@ class AttentionCall:
         return rows
 
 
-Kernel = Callable[[AttentionCall], Tensor]
-"""A kernel: the attended values ``(B, H, T, width of v)`` of one layer's :class:`AttentionCall`."""
+KernelResult = tuple[Tensor, Tensor | None]
+"""What a kernel returns: the attended values ``(B, H, T, width of v)`` and the weights ``(B, H, T, T)`` it used when
+the call wants them (:attr:`AttentionCall.want_weights`), else None."""
+
+Kernel = Callable[[AttentionCall], KernelResult]
+"""A kernel: the :data:`KernelResult` of one layer's :class:`AttentionCall`."""
 
 ATTENTION_KERNELS: dict[str, Kernel] = {}
 """The registered kernels by name (:func:`register_kernel`)."""
@@ -158,32 +181,52 @@ def kernel_for(pe: PositionalEncoding) -> Kernel:
     return ATTENTION_KERNELS[name]
 
 
+def run_kernel(call: AttentionCall) -> KernelResult:
+    """The call run through the kernel its encoding names: ``(out, weights)``, the weights present exactly when the
+    call wants them; a one-line error naming the kernel when it returns anything else (a kernel of the former
+    signature, which returned the output alone)."""
+    kernel = kernel_for(call.pe)
+    result = kernel(call)
+    if not (isinstance(result, tuple) and len(result) == 2 and (result[1] is not None) == call.want_weights):
+        want = "(out, weights)" if call.want_weights else "(out, None)"
+        raise TypeError(
+            f"attention kernel {call.pe.attention_kernel!r} must return {want} (pebench.models.kernels), "
+            f"got {type(result).__name__}"
+        )
+    return result
+
+
 @register_kernel("fused")
-def fused(call: AttentionCall) -> Tensor:
+def fused(call: AttentionCall) -> KernelResult:
     """softmax(q·kᵀ·scale + mask)·v: PyTorch's SDPA, or the exact blocked attention for packed seeds and, on the CPU,
-    for a mask that needs a gradient."""
+    for a mask that needs a gradient. SDPA gives no weights: on request they are the blocked attention's with the same
+    q, k, mask and scale (its output discarded), and the output is still SDPA's."""
     q, k, v, mask = call.q, call.k, call.v, call.mask()
     if torch._C._functorch.is_batchedtensor(q):  # packed seeds: matmuls, which vmap batches on every device
         full = mask if mask is not None else causal_additive(q.shape[-2], q.device, q.dtype)
-        return blocked_causal_attention(q, k, v, full, call.scale, call.dropout)
+        return blocked_causal_attention(q, k, v, full, call.scale, call.dropout, want_weights=call.want_weights)
     if mask is not None and q.device.type == "cpu" and needs_grad(mask):
-        return blocked_causal_attention(q, k, v, mask, call.scale, call.dropout)
-    return sdpa(q, k, v, mask, call.dropout, call.scale)
+        return blocked_causal_attention(q, k, v, mask, call.scale, call.dropout, want_weights=call.want_weights)
+    out = sdpa(q, k, v, mask, call.dropout, call.scale)
+    if not call.want_weights:
+        return out, None
+    return out, blocked_causal_attention(q, k, v, mask, call.scale, want_weights=True)[1]
 
 
 @register_kernel("custom")
-def custom(call: AttentionCall) -> Tensor:
+def custom(call: AttentionCall) -> KernelResult:
     """The blocked attention from the encoding's own scores or weights (softmax of q·kᵀ where it has none)."""
     return blocked_causal_attention(call.q, call.k, call.v, call.mask(), call.scale, call.dropout,
-                                    weights=call.weights(), raw=call.raw())  # fmt: skip
+                                    weights=call.weights(), raw=call.raw(), want_weights=call.want_weights)  # fmt: skip
 
 
 @register_kernel("rows")
-def rows(call: AttentionCall) -> Tensor:
+def rows(call: AttentionCall) -> KernelResult:
     """The blocked attention with the bias built by blocks of query rows on the CPU and for packed seeds (always for a
     bias by rows; in training for a bias from the hidden states); else ``custom`` or ``fused``."""
     pe = call.pe
     if call.on_rows and (pe.bias_by_rows or pe.reads_hidden and torch.is_grad_enabled()):
         return blocked_causal_attention(call.q, call.k, call.v, None, call.scale, call.dropout, bias_rows=call.rows(),
-                                        weights=call.weights(), raw=call.raw())  # fmt: skip
+                                        weights=call.weights(), raw=call.raw(),
+                                        want_weights=call.want_weights)  # fmt: skip
     return custom(call) if pe.custom_scores or pe.custom_attention_weights else fused(call)

@@ -18,9 +18,8 @@ from torch import Tensor, nn
 
 from pebench.encodings.base import PositionalEncoding
 from pebench.models import state as pe_state
-from pebench.models.attention import causal_mask
 from pebench.models.config import ModelConfig
-from pebench.models.kernels import AttentionCall, kernel_for
+from pebench.models.kernels import AttentionCall, run_kernel
 
 
 class RMSNorm(nn.Module):
@@ -61,11 +60,12 @@ class Attention(nn.Module):
         self.dropout = cfg.dropout
 
     def call(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
-             shared: dict[str, Tensor | None] | None = None) -> AttentionCall:  # fmt: skip
+             shared: dict[str, Tensor | None] | None = None, want_weights: bool = False) -> AttentionCall:  # fmt: skip
         """This layer's attention as a kernel receives it: q and k from the projections, transformed by the carried
         state's hook, then :meth:`~pebench.encodings.base.PositionalEncoding.transform_qk`, then the transform from the
         hidden states (CARoPE's phases); v with the state's attended channels appended (:mod:`pebench.models.state`).
-        ``shared`` is one forward pass's scratch space (a bias shared by the layers, a carried state)."""
+        ``shared`` is one forward pass's scratch space (a bias shared by the layers, a carried state);
+        ``want_weights`` asks the kernel for the weights it uses."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = pe_state.transform_qk(pe, q, k, shared, self.layer)  # a state carried from layer to layer, if any
@@ -74,29 +74,24 @@ class Attention(nn.Module):
             q, k = pe.transform_qk_from_hidden(q, k, x, positions, self.layer)
         v = pe_state.with_state_values(pe, v, shared, self.layer)
         dropout = self.dropout if self.training else 0.0
-        return AttentionCall(q, k, v, x, positions, self.layer, pe, shared, dropout)
+        return AttentionCall(q, k, v, x, positions, self.layer, pe, shared, dropout, want_weights)
+
+    def attend(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
+               shared: dict[str, Tensor | None] | None = None, want_weights: bool = False
+               ) -> tuple[Tensor, Tensor | None]:  # fmt: skip
+        """The layer's attention through the kernel its encoding names (:func:`pebench.models.kernels.run_kernel`): the
+        projected output ``(B, T, d_model)`` and, with ``want_weights``, the weights ``(B, H, T, T)`` that kernel used
+        (else None); asking for them does not change the output."""
+        b, t, d = x.shape
+        y, weights = run_kernel(self.call(x, positions, pe, shared, want_weights))
+        y = self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
+        return y, weights
 
     def forward(
         self, x: Tensor, positions: Tensor, pe: PositionalEncoding, shared: dict[str, Tensor | None] | None = None
     ) -> Tensor:
-        """The layer's attention through the kernel its encoding names (:mod:`pebench.models.kernels`)."""
-        b, t, d = x.shape
-        y = kernel_for(pe)(self.call(x, positions, pe, shared))
-        return self.out(pe_state.split_state_values(y, self.head_dim, shared).transpose(1, 2).reshape(b, t, d))
-
-    def attention_weights(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
-                          shared: dict[str, Tensor | None] | None = None) -> Tensor:  # fmt: skip
-        """The attention probabilities ``(B, H, T, T)`` (softmax, or the encoding's
-        :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`), computed explicitly (for plots)."""
-        t = x.shape[1]
-        call = self.call(x, positions, pe, shared)
-        q, k, mask, raw = call.q, call.k, call.mask(), call.raw()
-        scores = (q.float() @ k.float().transpose(-1, -2) if raw is None else raw.float()) * pe.attn_scale
-        if mask is None:
-            scores = scores.masked_fill(~causal_mask(t, x.device), float("-inf"))
-        else:
-            scores = scores + mask.float()
-        return pe.attention_weights(scores, 0)  # softmax unless the encoding replaces it
+        """The layer's attention through the kernel its encoding names (:meth:`attend`, no weights)."""
+        return self.attend(x, positions, pe, shared)[0]
 
 
 class Block(nn.Module):
@@ -206,13 +201,18 @@ class Transformer(nn.Module):
     @torch.no_grad()
     def attention_maps(self, tokens: Tensor, positions: Tensor | None = None, layer: int = -1,
                        annotations: Mapping[str, Tensor] | None = None) -> Tensor:  # fmt: skip
-        """Attention probabilities ``(B, H, T, T)`` of ``layer`` (default the last), as at evaluation."""
+        """The attention weights ``(B, H, T, T)`` of ``layer`` (default the last), as at evaluation: the blocks' forward
+        up to that layer, whose attention runs its kernel asking for the weights it uses
+        (:meth:`Attention.attend`), so the maps are the kernel's own (a softmax, or an encoding's weights such as
+        stick-breaking's, which need not sum to 1)."""
         x, positions = self.hidden_states(tokens, positions, annotations)
         layer = layer % len(self.blocks)
         shared = pe_state.scratch(self.encoding, positions, x.shape[0])
         for i, block in enumerate(self.blocks):
             if i == layer:
-                return block.attn.attention_weights(block.attn_norm(x), positions, self.encoding, shared)
+                _, weights = block.attn.attend(block.attn_norm(x), positions, self.encoding, shared, want_weights=True)
+                assert weights is not None  # asked for: run_kernel checks the kernel returned them
+                return weights
             x = block(x, positions, self.encoding, shared)
         raise AssertionError("unreachable")
 

@@ -114,8 +114,13 @@ def test_blocked_attention_equals_dense_for_lengths_around_the_block() -> None:
         bias = torch.randn(3, t, t, generator=gen)
         mask = tm.attention_mask(bias, torch.float32)
         causal = torch.ones(t, t, dtype=torch.bool).tril()
-        dense = ((q @ k.transpose(-1, -2)) * 0.5 + bias).masked_fill(~causal, float("-inf")).softmax(-1) @ v
-        torch.testing.assert_close(tm.blocked_causal_attention(q, k, v, mask, 0.5), dense, atol=1e-5, rtol=1e-5)
+        probs = ((q @ k.transpose(-1, -2)) * 0.5 + bias).masked_fill(~causal, float("-inf")).softmax(-1)
+        out, none = tm.blocked_causal_attention(q, k, v, mask, 0.5)
+        assert none is None
+        torch.testing.assert_close(out, probs @ v, atol=1e-5, rtol=1e-5)
+        same, weights = tm.blocked_causal_attention(q, k, v, mask, 0.5, want_weights=True)  # and the weights it used
+        assert torch.equal(same, out)
+        torch.testing.assert_close(weights, probs, atol=1e-6, rtol=1e-5)
 
 
 def test_attention_mask_is_four_dimensional_and_causal() -> None:
@@ -277,8 +282,6 @@ class Combined(TAPE):
         return 0.5 * self.key_term(x).expand(-1, -1, t, -1)
 
     def attention_weights(self, scores, start):  # type: ignore[no-untyped-def]
-        if not self.custom_attention_weights:  # the inspected maps ask whatever the flag says
-            return scores.softmax(-1)
         w = torch.sigmoid(scores)  # 0 on the masked keys; each row from its own scores
         return w / (1 + w.sum(-1, keepdim=True))
 

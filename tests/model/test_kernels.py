@@ -12,24 +12,24 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import Tensor
 
 from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.rope import RoPE
 from pebench.models import ModelConfig, Transformer
-from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, kernel_for, register_kernel
+from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, KernelResult, kernel_for, register_kernel
 
 D, HEADS, T = 32, 4, 37
 
 
 @register_kernel("test_sigmoid")
-def sigmoid_attention(call: AttentionCall) -> Tensor:
-    """The kernel a plugin would register in its own file: causal sigmoid attention with the bias -log(T)."""
+def sigmoid_attention(call: AttentionCall) -> KernelResult:
+    """The kernel a plugin would register in its own file: causal sigmoid attention with the bias -log(T), and its
+    weights when the call wants them."""
     t = call.q.shape[-2]
     scores = call.q @ call.k.transpose(-1, -2) * call.scale - math.log(t)
     weights = torch.sigmoid(scores).masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), 0.0)
-    return weights @ call.v
+    return weights @ call.v, weights if call.want_weights else None
 
 
 class SigmoidRoPE(RoPE):
