@@ -13,21 +13,17 @@ MAX_FUNCTION_LINES = 80
 """The longest function or method, its decorators not counted (issue 67: a longer one is split into named steps)."""
 MAX_TOP_MODULES = 10
 """Modules at the top of ``pebench/`` besides ``__init__`` and ``__main__`` (the rest live in packages)."""
-SPLIT = {"engine"}
-"""Packages whose modules sit in different layers: their unit is ``package.module``."""
 LAYERS = [
-    {"errors", "hashing", "options", "registry", "engine.device", "engine.machine_cache", "engine.__init__", "metrics",
-     "case", "status"},
+    {"errors", "hashing", "options", "registry", "metrics", "case", "status"},
+    {"records"},
     {"encodings", "tasks", "models", "plugins"},
-    {"engine.training", "engine.train_config", "engine.packing", "engine.stopping", "engine.evaluation",
-     "engine.checkpoints", "engine.code", "engine.fingerprint", "engine.shipped", "engine.settings", "engine.sweep",
-     "engine.configuration", "engine.currency"},
+    {"engine"},
     {"store"},
     {"analysis"},
-    {"engine.identity", "engine.cache", "engine.runner"},
     {"report", "bench", "testing"},
     {"suite", "cli", "results", "__main__", "__init__"},
 ]
+"""One layer per folder (issue 87): a subpackage or top-level module is one unit, its modules all in its layer."""
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 
@@ -38,12 +34,8 @@ def _module(path: Path) -> str:
 
 
 def _unit(module: str) -> str:
-    """The layer unit of a pebench module: its subpackage or top-level module, ``package.module`` inside a
-    :data:`SPLIT` package."""
-    parts = module.split(".")[1:] or ["__init__"]
-    if parts[0] in SPLIT:
-        return f"{parts[0]}.{parts[1] if len(parts) > 1 else '__init__'}"
-    return parts[0]
+    """The layer unit of a pebench module: its subpackage or top-level module."""
+    return (module.split(".")[1:] or ["__init__"])[0]
 
 
 def _imports(path: Path, modules: set[str]) -> set[str]:
@@ -54,7 +46,7 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for name in names:
-            while name and name not in modules:  # pebench.store.record.ResultRecord -> pebench.store.record
+            while name and name not in modules:  # pebench.records.record.ResultRecord -> pebench.records.record
                 name = name.rpartition(".")[0]
             if name.startswith("pebench"):
                 out.add(name)

@@ -13,9 +13,9 @@ from pebench import metrics
 from pebench.analysis.compare import CompareError, config_difference, est_dict, threshold
 from pebench.analysis.stats import estimate
 from pebench.metrics import Tolerances
+from pebench.records.record import ResultRecord
 from pebench.status import ResultStatus
 from pebench.store.load import load
-from pebench.store.record import ResultRecord
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -178,8 +178,8 @@ def mixed_text(grids: Iterable[str | None]) -> str:
 
 def final_val(curve: Iterable[Mapping[str, Any]]) -> float | None:
     """The validation at the training length (``val_<metric>_1x``) of the last point of one model's learning curve
-    (:attr:`pebench.store.record.ResultRecord.curve`) that has one; None without validation."""
-    from pebench.store.record import curve_row
+    (:attr:`pebench.records.record.ResultRecord.curve`) that has one; None without validation."""
+    from pebench.records.record import curve_row
 
     last = None
     for point in map(curve_row, curve):
@@ -190,7 +190,7 @@ def final_val(curve: Iterable[Mapping[str, Any]]) -> float | None:
 
 def chosen_records(records: Sequence[Any], validation: Mapping[tuple[str, int], float],
                    halving: Mapping[tuple[str, int], str] | None = None) -> list[Any]:  # fmt: skip
-    """The suite's own records (:class:`pebench.store.record.ResultRecord`) of a learning-rate sweep at each
+    """The suite's own records (:class:`pebench.records.record.ResultRecord`) of a learning-rate sweep at each
     (encoding, task, training length, seed)'s chosen rate, as :func:`chosen` does for stored results:
     ``validation`` maps (case id, seed) of a training-length record to its final validation, ``halving`` the
     ``metrics["lr_halving"]`` marks. Records at no ``lr`` point (none of a sweep) and cells without validation are

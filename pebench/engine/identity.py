@@ -24,7 +24,7 @@ from pebench.engine.fingerprint import encoding_fingerprint, task_fingerprint
 from pebench.engine.settings import Settings
 from pebench.errors import ConfigError
 from pebench.hashing import config_hash
-from pebench.store.record import ResultRecord
+from pebench.records.record import ResultRecord
 from pebench.tasks.base import Task
 
 

@@ -37,16 +37,16 @@ from pebench.engine.settings import Settings
 from pebench.engine.sweep import Sweep
 from pebench.errors import PebenchError
 from pebench.models import Transformer
+from pebench.records import attention
+from pebench.records.record import ResultRecord
 from pebench.status import ResultStatus
-from pebench.store import attention
-from pebench.store.record import ResultRecord
 from pebench.tasks.base import Task
 
 
 def attention_snapshot(
     model: Transformer, task: Task, seed: int, device: torch.device, n_tokens: int = ATTENTION_TOKENS
 ) -> dict[str, Any]:
-    """The stored snapshot (:func:`pebench.store.attention.encode`) of ``model``'s last-layer attention on one
+    """The stored snapshot (:func:`pebench.records.attention.encode`) of ``model``'s last-layer attention on one
     evaluation sequence of ``task`` (:func:`pebench.engine.evaluation.attention_maps`)."""
     return attention.encode(*attention_maps(model, task, seed, device, n_tokens))
 

@@ -1,4 +1,4 @@
-"""The attention maps of the leaderboard: stored last-layer snapshots (:mod:`pebench.store.attention`) as PNG data
+"""The attention maps of the leaderboard: stored last-layer snapshots (:mod:`pebench.records.attention`) as PNG data
 URIs, one per head and their mean, on one colour scale for the whole page (colour ∝ √p, magma from white to black,
 so small probabilities stay visible), with its colour bar.
 
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from pebench.analysis.scoring import Group
+from pebench.records import attention
 from pebench.report.svg import FONT
 from pebench.report.views import TaskView
-from pebench.store import attention
 
 LEVELS = 64
 """Colours of the scale (PNG palette entries; one more, white, for future positions)."""

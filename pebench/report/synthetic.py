@@ -26,9 +26,9 @@ from sqlalchemy import insert
 from pebench import metrics as metric_registry
 from pebench.case import Case
 from pebench.hashing import config_hash
+from pebench.records.record import curve_row
 from pebench.status import ResultStatus, RunStatus
 from pebench.store import database as db
-from pebench.store.record import curve_row
 from pebench.store.schema import RESULT_FIELDS, CurvePoint, Result
 
 RUN_INFO = {
@@ -135,7 +135,7 @@ def _splits(task: SynthTask, higher_is_better: bool, q: float, ratio: float) -> 
 
 
 def _attention(spec: SynthSpec, rng: np.random.Generator) -> dict[str, Any]:
-    """An attention snapshot (the form of :mod:`pebench.store.attention`): per head, the softmax of a per-head
+    """An attention snapshot (the form of :mod:`pebench.records.attention`): per head, the softmax of a per-head
     distance penalty plus noise drawn from ``rng``."""
     t = spec.attention_tokens
     heads = []

@@ -1,7 +1,7 @@
 """The results store: the schema (:mod:`~pebench.store.schema`), opening and writing
-(:mod:`~pebench.store.database`), the typed result record (:mod:`~pebench.store.record`), reading back
-(:mod:`~pebench.store.load`), result reuse (:mod:`~pebench.store.reuse`) and the stored attention snapshot
-(:mod:`~pebench.store.attention`)."""
+(:mod:`~pebench.store.database`), reading back (:mod:`~pebench.store.load`) and result reuse
+(:mod:`~pebench.store.reuse`). The typed result record it writes and the attention snapshot's format live below it,
+in :mod:`pebench.records`."""
 
 from pebench.store.database import (
     add_result,
@@ -13,10 +13,9 @@ from pebench.store.database import (
     session_scope,
     start_run,
 )
-from pebench.store.record import ResultRecord
 from pebench.store.schema import RESULT_FIELDS, SCHEMA_VERSION, Base, CurvePoint, Result, Run
 
 __all__ = [
-    "RESULT_FIELDS", "SCHEMA_VERSION", "Base", "CurvePoint", "Result", "ResultRecord", "Run", "add_result",
+    "RESULT_FIELDS", "SCHEMA_VERSION", "Base", "CurvePoint", "Result", "Run", "add_result",
     "finish_run", "open_db", "project_root", "resolve_run_id", "resolve_url", "session_scope", "start_run",
 ]  # fmt: skip

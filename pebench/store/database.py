@@ -28,10 +28,10 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.orm import Session
 
 from pebench.errors import DatabaseError
+from pebench.records.record import ResultRecord, curve_row
 from pebench.store import migrate
 from pebench.store.fingerprints import store_fingerprints
 from pebench.store.lifecycle import resolve_run_id  # noqa: F401  (re-exported)
-from pebench.store.record import ResultRecord, curve_row
 from pebench.store.schema import CurvePoint, Result, Run, utcnow
 
 DB_ENV = "PEBENCH_DB"

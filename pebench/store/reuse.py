@@ -20,9 +20,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from pebench.engine.fingerprint import same_probe
+from pebench.records.record import ResultRecord, curve_point
 from pebench.status import ResultStatus
 from pebench.store.database import open_readonly
-from pebench.store.record import ResultRecord, curve_point
 from pebench.store.schema import RESULT_FIELDS, Fingerprint, Result, Run
 
 MATCH_FIELDS = (

@@ -13,7 +13,7 @@ Tables:
   the validation values ``val_1x`` and ``val_2x`` (the result's ``metric`` on held-out batches at the training length
   and at twice it; NULL where not measured).
 
-:class:`pebench.store.record.ResultRecord` is the typed form of one ``results`` row plus its curve.
+:class:`pebench.records.record.ResultRecord` is the typed form of one ``results`` row plus its curve.
 
 The database carries its Alembic revision (table ``alembic_version``); a change to these tables comes with a
 migration in ``pebench/store/migrations/versions`` and a new :data:`HEAD_REVISION` (see
@@ -33,6 +33,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from pebench.records.record import COLUMNS as RECORD_COLUMNS
 from pebench.status import RunStatus
 
 HEAD_REVISION = "0006"
@@ -190,3 +191,5 @@ class CurvePoint(Base):
 
 
 RESULT_FIELDS = tuple(c.name for c in Result.__table__.columns if c.name not in ("id", "run_id", "created_at"))
+if set(RESULT_FIELDS) != set(RECORD_COLUMNS):  # the record and the schema must not drift apart
+    raise ImportError(f"ResultRecord and the results table differ: {sorted(set(RECORD_COLUMNS) ^ set(RESULT_FIELDS))}")

@@ -21,7 +21,7 @@ from pebench.analysis import noise, scoring
 from pebench.analysis.seeds import undecided
 from pebench.case import Case
 from pebench.errors import PebenchError
-from pebench.store.record import ResultRecord
+from pebench.records.record import ResultRecord
 
 AUTO_MAX = 5
 """Most seeds of a cell with plain ``--seeds auto``."""

@@ -26,7 +26,7 @@ from pebench.analysis.lr import rate_of
 from pebench.case import Case, Point
 from pebench.engine.cache import Timer
 from pebench.engine.runner import Runner
-from pebench.store.record import ResultRecord
+from pebench.records.record import ResultRecord
 
 CHOSEN = "chosen"
 

@@ -6,7 +6,7 @@ installed pebench gets it through its ``pytest11`` entry point (:mod:`pebench.su
 pebench.suite``) or ``pebench run`` (``-p``). Plugins (``--plugin``, ini ``pebench_plugins``, entry points) load first.
 
 Results travel from the test to the database through the test report: a case stores its
-:class:`~pebench.store.record.ResultRecord` with ``record_property``, and the process that runs pytest's reporting
+:class:`~pebench.records.record.ResultRecord` with ``record_property``, and the process that runs pytest's reporting
 (the controller under pytest-xdist, or the only process) writes it (:mod:`pebench.suite.writer`). So only one
 process ever writes, and no row is lost with ``-n 2``. The database is checked before anything is written, opened
 for writing only in a session that runs cases, and disposed however the session ends (:mod:`pebench.suite.database`).

@@ -22,8 +22,8 @@ from pebench import metrics
 from pebench.analysis import noise, reach, scoring
 from pebench.analysis.lr import rate_of
 from pebench.case import by_point
+from pebench.records.record import ResultRecord
 from pebench.status import ResultStatus
-from pebench.store.record import ResultRecord
 
 
 def case_score(record: ResultRecord) -> str:

@@ -27,11 +27,11 @@ from pebench.engine.device import pick_device
 from pebench.engine.settings import FLAGS, dests
 from pebench.errors import PebenchError
 from pebench.plugins import load_entry_points, loaded
+from pebench.records.record import ResultRecord
 from pebench.status import RunStatus
 from pebench.store.database import add_result, error_line, finish_run, safe_url, start_run
 from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.provenance import run_info
-from pebench.store.record import ResultRecord
 from pebench.store.schema import utcnow
 from pebench.suite.state import GIVEN_FLAGS, ONE_RATE_BECAUSE, SuiteState
 from pebench.suite.summary import case_score, lite_lines, score_tables

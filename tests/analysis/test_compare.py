@@ -11,8 +11,8 @@ from pebench.analysis.baseline import Baseline, Regression
 from pebench.analysis.compare import CompareError, Tolerances, compare_runs, verdict
 from pebench.analysis.stats import Estimate
 from pebench.cli import main
+from pebench.records.record import ResultRecord
 from pebench.store.load import load
-from pebench.store.record import ResultRecord
 
 RUN = {"package_version": "0", "torch_version": "t", "python_version": "3", "device": "cpu:x", "host": "h"}
 CONFIG = {"train": {"steps": 100}, "model": {"d_model": 16}}

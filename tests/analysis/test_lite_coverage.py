@@ -132,7 +132,7 @@ def test_the_shipped_seed_spread_and_factor_come_from_the_reference(reference):
 
 
 def _record(task: str, seed: int, length: int, score: float):
-    from pebench.store.record import ResultRecord
+    from pebench.records.record import ResultRecord
 
     return ResultRecord(case_id=f"mine-{task}-L64", encoding="mine", encoding_version="1", task=task, task_version="1",
                         train_length=64, eval_length=length, seed=seed, config={"model": {"vocab_size": 32}},

@@ -8,7 +8,7 @@ import pytest
 from pebench.analysis.seeds import undecided
 from pebench.engine.runner import Case
 from pebench.errors import PebenchError
-from pebench.store.record import ResultRecord
+from pebench.records.record import ResultRecord
 from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 
 SIGMA = 0.05

@@ -10,8 +10,8 @@ import pytest
 from pebench import store as db
 from pebench.cli import main as cli_main
 from pebench.errors import DatabaseError
+from pebench.records import attention
 from pebench.report import ReportError, build_context, render_report
-from pebench.store import attention
 
 EVIL = "<script>alert(1)</script>"
 

@@ -154,7 +154,7 @@ def test_validation_values_of_curve_points_are_stored_and_read_back(db_url):
     """``val_<metric>_1x``/``_2x`` go to ``val_1x``/``val_2x`` and come back under the result's metric's name."""
     from sqlalchemy.orm import Session
 
-    from pebench.store.record import curve_point
+    from pebench.records.record import curve_point
 
     curve = [{"step": 1, "loss": 2.0, "accuracy": 0.1, "val_accuracy_1x": 0.2, "val_accuracy_2x": 0.05},
              {"step": 2, "loss": 1.0, "accuracy": 0.4, "val_accuracy_1x": 0.5}]  # fmt: skip

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pebench import store
+from pebench.records.record import ResultRecord
 from pebench.store.database import project_root, resolve_url
-from pebench.store.record import ResultRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 IDENTITY = {"case_id": "rope-k_back-L64", "encoding": "rope", "encoding_version": "1", "task": "k_back",

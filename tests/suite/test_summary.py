@@ -4,7 +4,7 @@ when asked."""
 
 from pebench.analysis import noise
 from pebench.analysis.noise import protocol_hash
-from pebench.store.record import ResultRecord
+from pebench.records.record import ResultRecord
 from pebench.suite.summary import case_score, score_tables
 
 

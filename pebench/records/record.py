@@ -1,9 +1,10 @@
 """The typed result record: what a case produces and the database stores, one ``results`` row plus its curve.
 
 The runner builds it, it travels from an xdist worker to the writing process as JSON (:meth:`ResultRecord.to_json`),
-reuse copies it, and :func:`pebench.store.database.add_result` writes exactly its fields. Its fields are the
-columns of :class:`pebench.store.schema.Result` (checked when this module is imported), so a field can be neither
-forgotten nor silently dropped.
+reuse copies it, and :func:`pebench.store.database.add_result` writes exactly its fields. Its fields but
+:data:`NOT_COLUMNS` (:data:`COLUMNS`) are the columns of :class:`pebench.store.schema.Result`, checked when the schema
+is imported, so a field can be neither forgotten nor silently dropped. This module sits below the engine and the
+store (it imports neither), so the engine builds records without importing the store.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from typing import Any
 
 from pebench.case import point_of
 from pebench.status import ResultStatus
-from pebench.store.schema import RESULT_FIELDS
 
 
 @dataclass
 class ResultRecord:
     """One case's result. ``metrics`` holds ``splits`` (per evaluation split: loss, accuracies, perplexity), and for
-    the training-length case the ``attention`` snapshot (:mod:`pebench.store.attention`); ``curve`` is the learning
+    the training-length case the ``attention`` snapshot (:mod:`pebench.records.attention`); ``curve`` is the learning
     curve of the model, a list of ``{"step", "loss", "accuracy"}`` with, where measured, the validation values
     ``val_<metric>_1x`` and ``val_<metric>_2x`` (:class:`pebench.engine.evaluation.Validation`; stored as ``val_1x`` and
     ``val_2x``, see :func:`curve_row` and :func:`curve_point`)."""
@@ -81,7 +81,7 @@ class ResultRecord:
 
     def columns(self) -> dict[str, Any]:
         """The values of the ``results`` row (every field but ``curve`` and ``fingerprints``)."""
-        return {name: getattr(self, name) for name in RESULT_FIELDS}
+        return {name: getattr(self, name) for name in COLUMNS}
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -114,6 +114,6 @@ def curve_point(row: Any, metric: str) -> dict[str, Any]:
 
 FIELDS = frozenset(f.name for f in fields(ResultRecord))
 NOT_COLUMNS = frozenset({"curve", "fingerprints"})
-_COLUMNS = FIELDS - NOT_COLUMNS
-if set(RESULT_FIELDS) != _COLUMNS:  # the record and the schema must not drift apart
-    raise ImportError(f"ResultRecord and the results table differ: {sorted(_COLUMNS ^ set(RESULT_FIELDS))}")
+"""The fields that are not columns of ``results``."""
+COLUMNS = tuple(f.name for f in fields(ResultRecord) if f.name not in NOT_COLUMNS)
+"""The ``results`` columns a record holds, in field order (:mod:`pebench.store.schema` checks them on import)."""
