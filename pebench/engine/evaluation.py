@@ -182,7 +182,7 @@ ATTENTION_TOKENS = 32
 
 
 class AttentionMaps(NamedTuple):
-    """The last layer's attention maps on one evaluation sequence, as :func:`pebench.store.attention.encode` takes
+    """The last layer's attention maps on one evaluation sequence, as :func:`pebench.records.attention.encode` takes
     them (``encode(*maps)``)."""
 
     maps: np.ndarray

@@ -17,7 +17,9 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import io
 import json
+import tokenize
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -89,17 +91,46 @@ def _class_files(cls: type) -> list[Path]:
 
 @functools.cache
 def source_digest(cls: type, references: tuple[type, ...] = ()) -> str:
-    """SHA-256 of the bytes (and package paths) of every file a fingerprint of ``cls`` can depend on: the
-    fingerprint module's import closure and that of ``cls``'s modules (its bases, an inner encoding's) and of the
-    classes its options name (``references``: DroPE's ``base="rope"`` runs RoPE's code)."""
+    """SHA-256 of the code (:func:`code_text`, and the package paths) of every file a fingerprint of ``cls`` can
+    depend on: the fingerprint module's import closure and that of ``cls``'s modules (its bases, an inner encoding's)
+    and of the classes its options name (``references``: DroPE's ``base="rope"`` runs RoPE's code)."""
     h = hashlib.sha256()
     files = [f for c in (cls, *references) for f in _class_files(c)]
     for path in closure([PACKAGE / "engine" / "fingerprint.py", *files]):
         if str(path.relative_to(PACKAGE)) in BESIDE:
             continue
         h.update(str(path.relative_to(PACKAGE)).encode() + b"\0")
-        h.update(path.read_bytes())
+        h.update(code_text(path))
     return h.hexdigest()[:32]
+
+
+@functools.cache
+def code_text(path: Path) -> bytes:
+    """The code of a source file without its documentation: its lines with every docstring (and bare string
+    documenting an attribute) that fills lines of its own and every comment removed, trailing space stripped and
+    blank lines dropped. The same on every Python version (strings found by their line numbers in the syntax tree,
+    comments by the tokenizer), so editing the documentation keeps the shipped rows and editing the code does not;
+    the raw bytes where the file does not parse."""
+    raw = path.read_bytes()
+    try:
+        tree = ast.parse(raw)
+        comments = [t.start for t in tokenize.tokenize(io.BytesIO(raw).readline) if t.type == tokenize.COMMENT]
+    except (SyntaxError, ValueError, tokenize.TokenError):
+        return raw
+    lines = raw.decode().splitlines()
+    for row, col in sorted(comments, reverse=True):
+        lines[row - 1] = lines[row - 1][:col]
+    drop: set[int] = set()
+    strings = [n for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+               and isinstance(n.value.value, str)]  # docstrings and the bare strings documenting attributes
+    for node in strings:
+        start, end = node.lineno, node.end_lineno or node.lineno
+        own = lines[start - 1][: node.col_offset].strip() == "" and \
+            lines[end - 1][node.end_col_offset or 0 :].strip() == ""  # fmt: skip
+        if own:
+            drop.update(range(start, end + 1))
+    kept = [line.rstrip() for i, line in enumerate(lines, 1) if i not in drop and line.strip()]
+    return "\n".join(kept).encode()
 
 
 def entry_key(kind: str, cls: type, config: str, version: str) -> str:

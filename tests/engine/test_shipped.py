@@ -72,3 +72,18 @@ def test_every_shipped_row_is_what_this_code_computes(cold, monkeypatch):
             assert fp.same_probe(row["values"], now["values"]), (row["name"], row["options"])
         else:
             assert fp.task_fingerprint(tasks.build(row["name"], row["options"]))["digest"] == row["digest"], row
+
+
+def test_the_source_digest_reads_code_not_documentation(tmp_path):
+    source = shipped.PACKAGE / "encodings" / "rope.py"
+    original, path = source.read_text(), tmp_path / "rope.py"
+    edited = original.replace('"""Rotary position embedding', '"""Rotary position embedding, edited', 1)
+    edited = edited.replace("def rope_inv_freq(", "# a comment above\ndef rope_inv_freq(", 1)
+    path.write_text(edited)
+    assert edited != original and shipped.code_text(path) == shipped.code_text(source)
+    changed = tmp_path / "changed.py"
+    changed.write_text(original.replace('Option(10000.0, "frequency base"', 'Option(10001.0, "frequency base"'))
+    assert shipped.code_text(changed) != shipped.code_text(path)
+    broken = tmp_path / "broken.py"
+    broken.write_text("def (:\n")  # does not parse: its raw bytes
+    assert shipped.code_text(broken) == b"def (:\n"
