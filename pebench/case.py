@@ -6,8 +6,9 @@ baseline's terminal summary and the findings' case names all build and read ids 
 A sweep point is typed (:class:`Point`: each swept axis's name and value, in the sweep's order); its id part is only
 its text. The text cannot be split back without the axes' names (a value may hold ``-``, as in ``lr1e-05``, and a
 name runs into its value, as in ``precisionbf16``), so :meth:`Point.parse` and :meth:`Case.parse` take them: the
-run's sweep knows its own (:attr:`pebench.engine.sweep.Sweep.names`), and a reader of stored results that needs one
-axis names that one (:func:`pebench.analysis.lr.rate_of`)."""
+run's sweep knows its own (:attr:`pebench.engine.sweep.Sweep.names`). A stored result keeps its point as its axes
+(``results.axes``, :meth:`Point.stored` and :meth:`Point.of_stored`), so no reader of results parses a point's text
+or a case id (:func:`point_of` is left to the schema migrations)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,16 @@ class Point(Mapping[str, str]):
 
     def __str__(self) -> str:
         return "-".join(f"{n}{v}" for n, v in self.axes)
+
+    def stored(self) -> list[list[str]]:
+        """The point as the database stores it (``results.axes``): ``[[name, value], ...]`` in the sweep's order,
+        ``[]`` for none (a list, not an object: PostgreSQL's jsonb would reorder an object's keys)."""
+        return [[n, v] for n, v in self.axes]
+
+    @classmethod
+    def of_stored(cls, axes: Iterable[Iterable[object]] | None) -> Point:
+        """The point of its stored axes (:meth:`stored`; None or ``[]``: none), read without parsing any text."""
+        return cls(tuple((str(n), str(v)) for n, v in (tuple(a) for a in axes or ())))
 
     @classmethod
     def parse(cls, text: str, names: Collection[str]) -> Point:

@@ -229,7 +229,8 @@ def lr_run(tmp_path: Path) -> str:
         for length, score in zip((64, 128), scores, strict=True):
             curve = [{"step": 10, "loss": 1.0, "accuracy": 0.5, "val_accuracy_1x": val}] if length == 64 else []
             store.add_result(engine, run, {
-                "case_id": f"{enc}-k_back-L64-lr{rate}", "encoding": enc, "task": "k_back", "train_length": 64,
+                "case_id": f"{enc}-k_back-L64-lr{rate}", "axes": [["lr", rate]],
+                "encoding": enc, "task": "k_back", "train_length": 64,
                 "eval_length": length, "seed": 0, "status": "ok", "score": score, "metric": "accuracy",
                 "higher_is_better": True, "chance_level": 0.02, "encoding_version": "1", "task_version": "1",
                 "config_hash": f"{enc}{rate}", "curve": curve, "train_time_s": 100.0, "model_reused": length != 64,

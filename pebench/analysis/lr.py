@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pebench import metrics
 from pebench.case import Point
 from pebench.errors import PebenchError
-from pebench.store.load import point_column
+from pebench.store.load import point_column, points
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -129,13 +129,15 @@ def final_validation(curves: Iterable[tuple[int, int, float | None, float | None
 
 def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
     """The rows of ``df`` (one ``--lr-sweep`` run) at each (encoding, task, seed)'s chosen rate (see the module
-    docstring; with ``--lr-halving`` and a ``metrics`` column, the rate marked chosen), with the column
-    ``lr_point``. A cell without validation keeps no row (its rates are all shown by ``--point``)."""
+    docstring; with ``--lr-halving`` and a ``metrics`` column, the rate marked chosen), with the columns
+    ``lr_point`` (the point's text) and ``lr_rate`` (its rate, from the stored axes: :func:`rate_at`; None at a
+    point of other axes). A cell without validation keeps no row (its rates are all shown by ``--point``)."""
     import pandas as pd
 
     if df.empty:
-        return df.assign(lr_point=[])
-    df = df.assign(lr_point=point_column(df))
+        return df.assign(lr_point=[], lr_rate=[])
+    at = points(df)
+    df = df.assign(lr_point=point_column(df), lr_rate=at.map(rate_at).astype(object))
     keep = []
     for _, g in df.groupby(["encoding", "task", "train_length", "seed"], sort=False):
         if "metrics" in g:  # --lr-halving: the rate its short runs chose, the one trained to the full budget
@@ -145,29 +147,24 @@ def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
                 continue
         at_train = g[g["eval_length"] == g["train_length"]]
         metric = metrics.of_result(g["metric"].iloc[0], bool(g["higher_is_better"].iloc[0]))
-        scored = [(validation[int(r.id)], r.lr_point) for r in at_train.itertuples() if int(r.id) in validation]
+        scored = [(validation[int(i)], at[k]) for k, i in at_train["id"].items() if int(i) in validation]
         if not scored:
             continue
         best = best_point(scored, metric.higher_is_better)
-        keep.append(g[g["lr_point"] == best])
+        keep.append(g[g["lr_point"] == str(best)])
     return pd.concat(keep) if keep else df.iloc[0:0]
 
 
-def rate_of(point: str | Point) -> float | None:
-    """The learning rate of a point of the rate alone (``lr0.003`` -> 0.003; a stored point's text is read as a point
-    of the one axis :data:`AXIS`); None for any other point (none, or one of other axes)."""
-    if isinstance(point, str):
-        try:
-            point = Point.parse(point, (AXIS,))
-        except ValueError:
-            return None
+def rate_at(point: Point) -> float | None:
+    """The learning rate of a point of the rate alone (``Point.of(lr="0.003")`` -> 0.003, from a stored result's
+    axes: :meth:`pebench.case.Point.of_stored`); None for any other point (none, or one of other axes)."""
     return float(point[AXIS]) if set(point) == {AXIS} else None
 
 
-def best_point(scored: Iterable[tuple[float, str]], higher_is_better: bool) -> str:
+def best_point(scored: Iterable[tuple[float, Point]], higher_is_better: bool) -> Point:
     """The ``lrV`` point of the best final validation among ``scored`` ((validation, point) pairs), higher or lower
     by the metric's direction; a tie goes to the lower rate."""
-    return max(scored, key=lambda vp: (vp[0] if higher_is_better else -vp[0], -(rate_of(vp[1]) or 0.0)))[1]
+    return max(scored, key=lambda vp: (vp[0] if higher_is_better else -vp[0], -(rate_at(vp[1]) or 0.0)))[1]
 
 
 def mixed_text(grids: Iterable[str | None]) -> str:
@@ -200,22 +197,22 @@ def chosen_records(records: Sequence[Any], validation: Mapping[tuple[str, int], 
         groups.setdefault((r.encoding, r.task, r.train_length, r.seed), []).append(r)
     keep: list[Any] = []
     for recs in groups.values():
-        points = {r.point for r in recs}
-        if any(rate_of(p) is None for p in points) or len(points) < 2:
+        at = {id(r): Point.of_stored(r.axes) for r in recs}
+        if any(rate_at(p) is None for p in at.values()) or len(set(at.values())) < 2:
             keep += recs
             continue
-        marked = [r.point for r in recs if (halving or {}).get((r.case_id, r.seed)) == "chosen"]
+        marked = [at[id(r)] for r in recs if (halving or {}).get((r.case_id, r.seed)) == "chosen"]
         if marked:
-            keep += [r for r in recs if r.point == marked[0]]
+            keep += [r for r in recs if at[id(r)] == marked[0]]
             continue
         higher = metrics.of_result(recs[0].metric, bool(recs[0].higher_is_better)).higher_is_better
-        scored = [(validation[(r.case_id, r.seed)], r.point) for r in recs
+        scored = [(validation[(r.case_id, r.seed)], at[id(r)]) for r in recs
                   if r.eval_length == r.train_length and (r.case_id, r.seed) in validation]  # fmt: skip
         if not scored:
             keep += recs
             continue
         best = best_point(scored, higher)
-        keep += [r for r in recs if r.point == best]
+        keep += [r for r in recs if at[id(r)] == best]
     return keep
 
 
@@ -238,4 +235,4 @@ def at_chosen_rates(db_url: str, df: pd.DataFrame) -> pd.DataFrame:
         validation = final_validation(store_load.curve_points(engine, df["id"]))
     finally:
         engine.dispose()
-    return chosen(df, validation).drop(columns="lr_point")
+    return chosen(df, validation).drop(columns=["lr_point", "lr_rate"])

@@ -66,6 +66,7 @@ def identity_record(settings: Settings, task: Task, case: Case, config: dict[str
     return ResultRecord(
         case_id=case.id,
         point=str(case.point),
+        axes=case.point.stored(),
         encoding=case.encoding,
         encoding_version=enc_cls.version,
         task=case.task,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pebench.case import point_of
+from pebench.case import Point
 from pebench.status import ResultStatus
 
 
@@ -57,16 +57,22 @@ class ResultRecord:
     reused_from: int | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     point: str = ""
-    """The sweep point (:attr:`pebench.case.Case.point`, its own column): "" at none; a record given without it (by
-    hand, through :func:`pebench.store.database.add_result`) takes its case id's."""
+    """The sweep point's text (:attr:`pebench.case.Case.point`, its own column, the id part): "" at none; always
+    ``str(Point.of_stored(axes))`` (a record given ``axes`` alone takes it from them)."""
+    axes: list[list[str]] = field(default_factory=list)
+    """The sweep point as its axes (:meth:`pebench.case.Point.stored`, ``results.axes``): ``[["layers", "4"], ["lr",
+    "0.01"]]`` in the sweep's order, ``[]`` at none; what readers take a point's values from."""
     curve: list[dict[str, Any]] = field(default_factory=list)
     fingerprints: list[dict[str, Any]] = field(default_factory=list)
     """The ``fingerprints`` rows ``encoding_fingerprint`` and ``task_fingerprint`` name (digest, kind, name, options,
     values, machine), stored with the result unless the database has them already; not a column."""
 
     def __post_init__(self) -> None:
-        if not self.point:
-            self.point = point_of(self.case_id)
+        point = Point.of_stored(self.axes)
+        if self.point and self.point != str(point):  # a point's text does not split back into axes: give them
+            raise ValueError(f"result record {self.case_id}: point {self.point!r} is not that of its axes "
+                             f"{self.axes!r} (give the axes, pebench.case.Point.stored)")  # fmt: skip
+        self.point, self.axes = str(point), point.stored()
 
     @classmethod
     def coerce(cls, record: ResultRecord | Mapping[str, Any]) -> ResultRecord:

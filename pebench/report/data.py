@@ -4,6 +4,7 @@ the previous comparable run for deltas, and the whole template context (:func:`b
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,9 +75,10 @@ def previous_comparable(df: pd.DataFrame, sel: pd.DataFrame) -> pd.DataFrame:
 def lr_view(rates: str, sel: pd.DataFrame) -> dict[str, Any]:
     """The page's notice for an ``--lr-sweep`` run: the rates and how many cells chose each."""
     cells = sel.drop_duplicates(["encoding", "task", "train_length", "seed"]) if not sel.empty else sel
-    counts = cells["lr_point"].value_counts().to_dict() if not cells.empty else {}
-    chosen = sorted((lr.rate_of(p), p, n) for p, n in counts.items() if lr.rate_of(p) is not None)
-    return {"rates": rates, "chosen": ", ".join(f"{r:g}: {n}" for r, _, n in chosen), "n_cells": len(cells)}
+    chosen = cells["lr_rate"] if not cells.empty and "lr_rate" in cells else []
+    counts = Counter(float(r) for r in chosen if r is not None and not pd.isna(r))  # from the stored axes
+    return {"rates": rates, "chosen": ", ".join(f"{r:g}: {n}" for r, n in sorted(counts.items())),
+            "n_cells": len(cells)}  # fmt: skip
 
 
 def _reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> tuple[Joined, dict[str, Any]]:

@@ -1,6 +1,7 @@
 """The learning rates behind a page's cells: a task's configuration line (with the learning-rate protocol, the rates
 its cells chose instead of one configured rate) and, for the "Across the sweep" section of such a run, how many cells
-of each encoding chose each rate (:func:`pebench.analysis.lr.chosen` marks the choice in the column ``lr_point``)."""
+of each encoding chose each rate (:func:`pebench.analysis.lr.chosen` marks the choice in the columns ``lr_point``, the
+point's text, and ``lr_rate``, its rate from the stored axes: no point's text is parsed here)."""
 
 from __future__ import annotations
 
@@ -10,38 +11,40 @@ from typing import Any
 
 import pandas as pd
 
-from pebench.analysis.lr import rate_of
-
 CELL = ["encoding", "task", "train_length", "seed"]
 """One cell of the protocol: each (encoding, task, seed) chooses its rate."""
 
 
-def rate_text(point: str) -> str:
-    """A rate point (``lr0.001``) as ``1e-3``; a point that is no rate is returned as it is."""
-    value = rate_of(point)
-    if value is None:
-        return point
-    mantissa, exponent = f"{value:e}".split("e")
+def rate_text(rate: float) -> str:
+    """A learning rate as ``1e-3``."""
+    mantissa, exponent = f"{rate:e}".split("e")
     return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
-def _sorted(counts: Mapping[str, int]) -> list[tuple[str, int]]:
-    def key(point: str) -> tuple[float, str]:
-        rate = rate_of(point)
-        return (float("inf") if rate is None else rate), point
+def _rate(value: Any) -> float | None:
+    """An ``lr_rate`` cell as a rate: None for none (None, NaN, or a frame without the column)."""
+    return None if value is None or pd.isna(value) else float(value)
 
-    return sorted(counts.items(), key=lambda kv: key(kv[0]))
+
+def _text(point: str, rate: float | None) -> str:
+    """A chosen point as shown: its rate (``1e-3``), or its text for a point that is no rate."""
+    return point if rate is None else rate_text(rate)
+
+
+def _sorted(counts: Mapping[tuple[str, float | None], int]) -> list[tuple[tuple[str, float | None], int]]:
+    """``counts`` of (point, rate), lowest rate first (a point that is no rate last, by its text)."""
+    return sorted(counts.items(), key=lambda kv: (float("inf") if kv[0][1] is None else kv[0][1], kv[0][0]))
 
 
 def chosen_text(rows: Iterable[Mapping[str, Any]]) -> str:
-    """``learning rate per cell: 1e-3 (30 cells), 3e-3 (14)`` from the results of one task (rows with ``lr_point``,
-    one cell per (encoding, seed)); empty when no row carries a chosen rate (a run at one rate)."""
-    cells = {(r["encoding"], r["seed"]): r.get("lr_point") for r in rows}
-    counts = Counter(p for p in cells.values() if isinstance(p, str) and p)
+    """``learning rate per cell: 1e-3 (30 cells), 3e-3 (14)`` from the results of one task (rows with ``lr_point``
+    and ``lr_rate``, one cell per (encoding, seed)); empty when no row carries a chosen rate (a run at one rate)."""
+    cells = {(r["encoding"], r["seed"]): (r.get("lr_point"), _rate(r.get("lr_rate"))) for r in rows}
+    counts = Counter(pr for pr in cells.values() if isinstance(pr[0], str) and pr[0])
     if not counts:
         return ""
-    parts = [f"{rate_text(p)} ({n}{(' cell' if n == 1 else ' cells') if i == 0 else ''})"
-             for i, (p, n) in enumerate(_sorted(counts))]  # fmt: skip
+    parts = [f"{_text(*pr)} ({n}{(' cell' if n == 1 else ' cells') if i == 0 else ''})"
+             for i, (pr, n) in enumerate(_sorted(counts))]  # fmt: skip
     return "learning rate per cell: " + ", ".join(parts)
 
 
@@ -73,8 +76,12 @@ def per_encoding(sel: pd.DataFrame, order: Sequence[str], colors: Mapping[str, s
         return {"rates": [], "rows": []}
     cells = sel.drop_duplicates(CELL)
     cells = cells[cells["lr_point"].map(lambda p: isinstance(p, str) and p != "")]
-    points = [p for p, _ in _sorted(Counter(cells["lr_point"]))]
-    counts = {enc: Counter(g["lr_point"]) for enc, g in cells.groupby("encoding")}
+    chosen = [(str(p), _rate(r)) for p, r in zip(cells["lr_point"], cells.get("lr_rate", [None] * len(cells)),
+                                                  strict=True)]  # fmt: skip
+    points = [pr for pr, _ in _sorted(Counter(chosen))]
+    counts: dict[str, Counter[tuple[str, float | None]]] = {}
+    for enc, pr in zip(cells["encoding"], chosen, strict=True):
+        counts.setdefault(enc, Counter())[pr] += 1
     rows = [{"encoding": enc, "color": colors.get(enc, "#555555"), "counts": [counts[enc].get(p, 0) for p in points]}
             for enc in order if enc in counts]  # fmt: skip
-    return {"rates": [rate_text(p) for p in points], "rows": rows}
+    return {"rates": [_text(*pr) for pr in points], "rows": rows}

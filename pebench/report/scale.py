@@ -67,7 +67,7 @@ def _same_rate(engine: Any, every_point: pd.DataFrame | None, rows: pd.DataFrame
     holds them: the like-for-like check of a protocol page, whose cells each chose their own rate."""
     if every_point is None or every_point.empty or rate is None:
         return ""
-    at = next((p for p in set(store_load.point_column(every_point)) if lr.rate_of(p) == rate), None)
+    at = next((str(p) for p in set(store_load.points(every_point)) if lr.rate_at(p) == rate), None)
     if at is None:
         return ""
     base = store_load.at_point(every_point, at)

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from pebench.case import point_of
+from pebench.case import Point
 from pebench.store.database import open_readonly
 from pebench.store.lifecycle import effective_status, resolve_run_id, run_counts
 from pebench.store.schema import CurvePoint, Result, Run
@@ -63,21 +63,34 @@ def load(db_url: str, run: int | str | None = None, encodings: Sequence[str] | N
     return pd.DataFrame(rows, columns=columns)
 
 
-LIGHT_COLUMNS = ("id", "run_id", "case_id", "point", "encoding", "task", "train_length", "eval_length", "seed",
+LIGHT_COLUMNS = ("id", "run_id", "case_id", "point", "axes", "encoding", "task", "train_length", "eval_length", "seed",
                  "config_hash", "status", "message", "metric", "higher_is_better", "score", "chance_level",
                  "train_steps", "train_time_s", "model_reused", "code_version", "encoding_fingerprint",
                  "task_fingerprint")  # fmt: skip
 
 
 def point_column(df: pd.DataFrame) -> pd.Series:
-    """The sweep point of each result of ``df`` (its ``point`` column, :attr:`pebench.case.Case.point`; "" at none):
-    the one way every reader gets a result's point. A frame built without that column (by hand, from records of an
-    older format) has it read from its case ids by :func:`pebench.case.point_of`."""
+    """The sweep point of each result of ``df`` as its text (its ``point`` column, :attr:`pebench.case.Case.point`;
+    "" at none): the one way every reader gets a result's point to group or show by. A frame built without that
+    column (by hand) has it from its ``axes``, and without either every row is at no point: no case id is parsed."""
     import pandas as pd
 
     if "point" in df.columns:
         return df["point"].fillna("").astype(str)
-    return df["case_id"].map(point_of) if "case_id" in df.columns else pd.Series("", index=df.index, dtype=str)
+    if "axes" in df.columns:
+        return points(df).map(str)
+    return pd.Series("", index=df.index, dtype=str)
+
+
+def points(df: pd.DataFrame) -> pd.Series:
+    """The sweep point of each result of ``df`` as a :class:`pebench.case.Point`, from its ``axes`` column
+    (``results.axes``; ``Point()`` at none, and for every row of a frame without that column): what a reader takes a
+    point's values from (:func:`pebench.analysis.lr.rate_at`), never its text."""
+    import pandas as pd
+
+    if "axes" not in df.columns:
+        return pd.Series([Point()] * len(df), index=df.index, dtype=object)
+    return df["axes"].map(lambda a: Point.of_stored(a if isinstance(a, (list, tuple)) else None))
 
 
 def at_point(df: pd.DataFrame, point: str) -> pd.DataFrame:

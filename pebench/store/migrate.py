@@ -47,7 +47,7 @@ VERSION_TABLE = "alembic_version"
 PEBENCH_TABLES = frozenset(Base.metadata.tables)
 TABLES_SINCE = {"fingerprints": "0005"}
 """Tables added after the first revision, with the revision that added them: an older database lacks them rightly."""
-RESULT_COLUMNS_SINCE = {"encoding_fingerprint": "0005", "task_fingerprint": "0005", "point": "0006"}
+RESULT_COLUMNS_SINCE = {"encoding_fingerprint": "0005", "task_fingerprint": "0005", "point": "0006", "axes": "0007"}
 """``results`` columns added after the legacy revisions (a legacy database lacks them rightly)."""
 FIRST_TABLES = PEBENCH_TABLES - set(TABLES_SINCE)
 LEGACY_REVISIONS = {"0001": set(), "0002": {"code_version", "reused_from"}}

@@ -82,6 +82,7 @@ class ReuseLookup:
         copied.update(
             case_id=record.case_id,
             point=record.point,
+            axes=record.axes,
             model_reused=True,
             reused_from=origin,
             message=f"reused result {origin}",

@@ -36,7 +36,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 from pebench.records.record import COLUMNS as RECORD_COLUMNS
 from pebench.status import RunStatus
 
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 """The Alembic revision of the tables below (``pebench/store/migrations/versions``)."""
 SCHEMA_VERSION = int(HEAD_REVISION)
 """Stored with each run (``runs.schema_version``): the schema revision the run was written with."""
@@ -124,6 +124,8 @@ class Result(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
     case_id: Mapped[str] = mapped_column(String(255))
     point: Mapped[str] = mapped_column(String(255), default="")  # the sweep point (pebench.case.Case.point); "": none
+    # the point as its axes, [[name, value], ...] in the sweep's order (pebench.case.Point.stored); []: none
+    axes: Mapped[list[list[str]]] = mapped_column(JSONValue, default=list, server_default="[]")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     encoding: Mapped[str] = mapped_column(String(64), index=True)
     encoding_version: Mapped[str] = mapped_column(String(16))

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pebench.analysis.lr import rate_of
+from pebench.analysis.lr import rate_at
 from pebench.case import Case, Point
 from pebench.engine.cache import Timer
 from pebench.engine.runner import Runner
@@ -38,7 +38,7 @@ class Halving:
 
     def __init__(self, runner: Runner, points: Sequence[Point]) -> None:
         self.runner = runner
-        self.points = sorted(points, key=lambda p: rate_of(p) or 0.0)
+        self.points = sorted(points, key=lambda p: rate_at(p) or 0.0)
         self._short: dict[tuple[Point, str], Runner] = {}
         self._winner: dict[tuple[str, str, int], Point] = {}
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 
 from pebench import metrics
 from pebench.analysis import noise, reach, scoring
-from pebench.analysis.lr import rate_of
-from pebench.case import by_point
+from pebench.analysis.lr import rate_at
+from pebench.case import Point, by_point
 from pebench.records.record import ResultRecord
 from pebench.status import ResultStatus
 
@@ -78,8 +78,8 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
         lines.append(f"{task} (train length {train_length}{at}): {m.unit}, {direction} is better{chance_text}")
         if lr_rates is not None:
             chosen = defaultdict(list)
-            for r in sorted({(r.encoding, r.seed, r.point) for r in recs}):
-                rate = rate_of(r[2])
+            for r in sorted({(r.encoding, r.seed, r.point, Point.of_stored(r.axes)) for r in recs}):
+                rate = rate_at(r[3])
                 chosen[r[0]].append("-" if rate is None else f"{rate:g}")
             lines.append(f"  each at its best rate of {lr_rates} (per seed): "
                          + ", ".join(f"{e} {' '.join(v)}" for e, v in sorted(chosen.items())))

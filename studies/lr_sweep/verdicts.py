@@ -38,7 +38,6 @@ from typing import Any
 import pandas as pd
 
 from pebench.analysis import lr, noise, scoring
-from pebench.case import point_of
 from pebench.errors import PebenchError
 from pebench.store import load as store_load
 from pebench.store.database import open_db, safe_url
@@ -55,11 +54,11 @@ class TaskSides:
     train_length: int
     one: dict[str, dict[int, dict[int, float]]]
     best: dict[str, dict[int, dict[int, float]]]
-    rates: dict[str, dict[int, str]]  # encoding -> seed -> the chosen point (lr0.01)
+    rates: dict[str, dict[int, str]]  # encoding -> seed -> the chosen rate, its lr axis's stored value (0.01)
     sigma: float | None
     time_one: float = 0.0
     time_all: float = 0.0
-    at: dict[str, dict[str, dict[int, dict[int, float]]]] = field(default_factory=dict)  # every cell at one point
+    at: dict[str, dict[str, dict[int, dict[int, float]]]] = field(default_factory=dict)  # every cell at one rate
 
 
 @dataclass
@@ -81,12 +80,12 @@ def _is_halving(m: Any) -> bool:
 
 def halving_sides(df: pd.DataFrame) -> list[HalvingSide]:
     """:class:`HalvingSide` of each task of ``df`` (the results of ``--lr-sweep --lr-halving`` runs)."""
-    df = scoring.add_normalised(_latest(df).assign(lr_point=lambda d: d["case_id"].map(point_of)))
+    df = scoring.add_normalised(_latest(df).assign(lr_point=store_load.point_column, lr_value=_lr_value))
     out = []
     for (task, train_length), g in df.groupby(["task", "train_length"], sort=True):
         at_train = g[g["eval_length"] == g["train_length"]]
         marked = at_train[[m.get("lr_halving") == "chosen" for m in at_train["metrics"]]]
-        rates = {str(e): {int(s): str(p) for s, p in zip(b["seed"], b["lr_point"], strict=True)}
+        rates = {str(e): {int(s): str(p) for s, p in zip(b["seed"], b["lr_value"], strict=True)}
                  for e, b in marked.groupby("encoding")}  # fmt: skip
         chosen = lr.chosen(g.drop(columns=["lr_point"]), {})
         k = len(set(g["lr_point"]))
@@ -122,8 +121,7 @@ def halving_lines(tasks: Sequence[TaskSides], halving: Sequence[HalvingSide]) ->
                 if h.rates[e][s] == t.rates[e][s]:
                     same += 1
                 else:
-                    missed.append(f"{e} on {h.task} seed {s} ({h.rates[e][s].removeprefix('lr')} for "
-                                  f"{t.rates[e][s].removeprefix('lr')})")  # fmt: skip
+                    missed.append(f"{e} on {h.task} seed {s} ({h.rates[e][s]} for {t.rates[e][s]})")
         ran = {e: set(seeds) for e, seeds in both.items() if seeds}
         if not ran:
             continue
@@ -153,6 +151,12 @@ def _norms(rows: pd.DataFrame) -> dict[str, dict[int, dict[int, float]]]:
     return out
 
 
+def _lr_value(df: pd.DataFrame) -> pd.Series:
+    """The learning rate of each result as its ``lr`` axis's stored value (``0.003``; "" at no rate), from
+    ``results.axes``: no point's text is parsed."""
+    return store_load.points(df).map(lambda p: p.get(lr.AXIS, "") if set(p) == {lr.AXIS} else "")
+
+
 def _latest(df: pd.DataFrame) -> pd.DataFrame:
     """The newest result of each (case, seed, evaluated length): a reused or re-run model replaces an older one."""
     return df.sort_values("id").drop_duplicates(["case_id", "seed", "eval_length"], keep="last")
@@ -163,27 +167,27 @@ def sides(df: pd.DataFrame, validation: Mapping[int, float], base: float = BASE,
     """Both sides of each task of ``df`` (the results of ``--lr-sweep`` runs, with ``config``), given the final
     validation of each result id (:func:`pebench.analysis.lr.final_validation`). A task without a result at the
     shared rate is a one-line error, or, given ``left_out``, said there and skipped (a sweep still running)."""
-    df = scoring.add_normalised(_latest(df).assign(lr_point=lambda d: d["case_id"].map(point_of)))
-    base_point = f"lr{base:g}"
+    df = scoring.add_normalised(_latest(df).assign(lr_point=store_load.point_column, lr_value=_lr_value,
+                                                    lr_rate=lambda d: store_load.points(d).map(lr.rate_at)))
     out = []
     for (task, train_length), g in df.groupby(["task", "train_length"], sort=True):
-        one = g[g["lr_point"] == base_point]
+        one = g[g["lr_rate"] == base]
         if one.empty:
             why = f"{task}: no result at the shared rate {base:g} (points: {', '.join(sorted(set(g['lr_point'])))})"
             if left_out is None:
                 raise PebenchError(f"{why}; sweep a grid that holds it")
             left_out.append(why)
             continue
-        best = lr.chosen(g.drop(columns=["lr_point"]), validation)
+        best = lr.chosen(g.drop(columns=["lr_point", "lr_rate"]), validation)
         at_train = g[g["eval_length"] == g["train_length"]]
-        rates = {str(e): {int(s): str(p) for s, p in zip(b["seed"], b["lr_point"], strict=True)}
+        rates = {str(e): {int(s): str(p) for s, p in zip(b["seed"], b["lr_value"], strict=True)}
                  for e, b in best[best["eval_length"] == best["train_length"]].groupby("encoding")}  # fmt: skip
         config = one["config"].iloc[0]
         out.append(TaskSides(str(task), int(train_length), _norms(one), _norms(best), rates,
                              noise.task_sigma(str(task), config),
-                             float(at_train[at_train["lr_point"] == base_point]["train_time_s"].fillna(0).sum()),
+                             float(at_train[at_train["lr_rate"] == base]["train_time_s"].fillna(0).sum()),
                              float(at_train["train_time_s"].fillna(0).sum()),
-                             {str(p): _norms(r) for p, r in g.groupby("lr_point")}))  # fmt: skip
+                             {str(p): _norms(r) for p, r in g.groupby("lr_value")}))  # fmt: skip
     return out
 
 
@@ -207,7 +211,7 @@ def table(tasks: Sequence[TaskSides], base: float = BASE, halving: Sequence[Halv
         w_text = ", ".join(f"{L}: {one_w[L] or 'tie'}" + ("" if best_w.get(L) == one_w[L]
                                                            else f" -> **{best_w.get(L) or 'tie'}**")
                            for L in one_w)  # fmt: skip
-        r_text = ", ".join(f"{e} {' '.join(p.removeprefix('lr') for _, p in sorted(by.items()))}"
+        r_text = ", ".join(f"{e} {' '.join(p for _, p in sorted(by.items()))}"
                            for e, by in sorted(t.rates.items()))  # fmt: skip
         seeds_n = len({s for e in t.one.values() for by in e.values() for s in by})
         lines.append(f"| {t.task} | {seeds_n} | {v_text} | {r_text} | {w_text} | {t.time_one / 60:.0f} min, "
@@ -225,8 +229,7 @@ def table(tasks: Sequence[TaskSides], base: float = BASE, halving: Sequence[Halv
     if cells:
         lines.append(f"\nAt the best rate, {same} of {cells} cells keep their verdict and {cols_same} of {cols} "
                      f"columns their marked winner. Rates chosen: "
-                     + ", ".join(f"{p.removeprefix('lr')} {n}" for p, n in sorted(chosen_count.items(),
-                                                                           key=lambda pn: float(pn[0][2:])))
+                     + ", ".join(f"{p} {n}" for p, n in sorted(chosen_count.items(), key=lambda pn: float(pn[0])))
                      + f". Training time: {base:g} alone {time_one / 3600:.1f} h, the sweep {time_all / 3600:.1f} h"
                      f" ({time_all / max(time_one, 1e-9):.1f}x)."
                      + (f" Changed: {'; '.join(changed)}." if changed else ""))  # fmt: skip
@@ -240,7 +243,7 @@ def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
     """For each rate of the grid, how many cells would have their best-rate verdict if every encoding trained at that
     one rate (the cells and seeds that rate has results for) -- is some other shared rate as good as each encoding at
     its best? -- and which cells it misses, with their verdict at that rate and at the best."""
-    points = sorted({p for t in tasks for p in t.at}, key=lambda p: float(p.removeprefix("lr")))
+    points = sorted({p for t in tasks for p in t.at}, key=float)
     count = {p: [0, 0] for p in points}  # point -> [cells with the best-rate verdict, cells]
     missed: dict[str, list[str]] = {p: [] for p in points}
     for t in tasks:
@@ -254,11 +257,11 @@ def fixed_rate_lines(tasks: Sequence[TaskSides]) -> list[str]:
                 for e in sorted(at_v)
                 if e in best_v and at_v[e] != best_v[e]
             ]
-    parts = [f"{p.removeprefix('lr')} {same} of {total}" for p, (same, total) in count.items()]
+    parts = [f"{p} {same} of {total}" for p, (same, total) in count.items()]
     if not parts:
         return []
     lines = [f"\nEvery encoding at one rate, cells with their best-rate verdict: {', '.join(parts)}."]
-    lines += [f"Missed at {p.removeprefix('lr')}: {'; '.join(m)}." for p, m in missed.items() if m]
+    lines += [f"Missed at {p}: {'; '.join(m)}." for p, m in missed.items() if m]
     return lines
 
 

@@ -18,7 +18,8 @@ def _frame(at_second: dict[int, dict[str, float]]) -> pd.DataFrame:
             for enc in "abc":
                 for length in (64, 128):
                     ood = ORDER[enc] if point == "layers1" else at_second[seed][enc]
-                    rows.append({"case_id": f"{enc}-k_back-L{length}-{point}", "encoding": enc, "task": "k_back",
+                    rows.append({"case_id": f"{enc}-k_back-L{length}-{point}", "point": point,
+                                 "encoding": enc, "task": "k_back",
                                  "train_length": 64, "eval_length": length, "seed": seed, "status": "ok",
                                  "score": 1.0 if length == 64 else ood, "metric": "accuracy", "higher_is_better": True,
                                  "chance_level": 0.0, "config": {}})  # fmt: skip

@@ -6,6 +6,7 @@ import pytest
 
 from pebench import store as db
 from pebench.analysis.findings.output import run_findings
+from pebench.case import Point
 from pebench.report import build_context, render_report
 
 RUN = {"package_version": "0", "torch_version": "t", "python_version": "3", "device": "cpu:test", "host": "h",
@@ -19,7 +20,8 @@ def record(enc: str, task: str, length: int, seed: int, score: float, point: str
            val: float = 0.5) -> dict:  # fmt: skip
     at = f"-{point}" if point else ""
     return {
-        "case_id": f"{enc}-{task}-L{length}{at}", "point": point, "encoding": enc, "encoding_version": "1",
+        "case_id": f"{enc}-{task}-L{length}{at}", "axes": Point.parse(point, {"d_model", "lr"}).stored(),
+        "encoding": enc, "encoding_version": "1",
         "task": task, "task_version": "1", "train_length": 32, "eval_length": length, "seed": seed,
         "config": {"model": {"vocab_size": 16, "d_model": d_model, "n_layers": 2, "n_heads": 4},
                    "train": {"steps": 5, "lr": 0.001}},

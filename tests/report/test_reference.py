@@ -65,7 +65,9 @@ def _two_sizes():
     256 only."""
     ref = _rows([("nope", "k_back", 64, _config("nope", layers=6)), ("nope", "k_back", 64, _wide("nope", layers=6)),
                  ("alibi", "k_back", 64, _wide("alibi"))])  # fmt: skip
-    return ref.assign(case_id=[c + ("-d_model256" if i else "") for i, c in enumerate(ref["case_id"])])
+    return ref.assign(case_id=[c + ("-d_model256" if i else "") for i, c in enumerate(ref["case_id"])],
+                      point=["d_model256" if i else "" for i in range(len(ref))],
+                      axes=[[["d_model", "256"]] if i else [] for i in range(len(ref))])
 
 
 def test_a_reference_cell_at_two_model_sizes_joins_only_the_comparable_size():

@@ -50,3 +50,21 @@ def test_the_copies_of_a_resumed_shard_count_as_its_own_work(tmp_path, capsys):
                      ("learned", 64): (False, None)}  # fmt: skip
     (fingerprint,) = merged["run_options"].iloc[0]["merged_from"]
     assert fingerprint["resumed_runs"] == [first, cached] and fingerprint["run_id"] == last
+
+
+def test_a_merged_result_keeps_its_point_as_its_axes(tmp_path, capsys):
+    """``pebench merge`` copies every result column (``RESULT_FIELDS``): a point's axes travel in their order."""
+    url = f"sqlite:///{tmp_path / 'part.db'}"
+    engine = store.open_db(url)
+    run = store.start_run(engine, {**RUN, "options": {"sweep": ["lr=0.01", "layers=4"]}})
+    store.add_result(engine, run, _result("rope", 64, case_id="rope-k_back-L64-lr0.01-layers4",
+                                          axes=[["lr", "0.01"], ["layers", "4"]]))  # fmt: skip
+    store.add_result(engine, run, _result("alibi", 64))
+    store.finish_run(engine, run, "finished")
+    engine.dispose()
+    out = tmp_path / "merged.db"
+    assert main(["merge", f"{url}::{run}", "-o", str(out)]) == 0
+    capsys.readouterr()
+    merged = load(f"sqlite:///{out}")
+    assert {r.encoding: (r.point, r.axes) for r in merged.itertuples()} == {
+        "rope": ("lr0.01-layers4", [["lr", "0.01"], ["layers", "4"]]), "alibi": ("", [])}

@@ -14,8 +14,10 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
 from pebench import store
+from pebench.case import Point
 from pebench.cli import main as cli_main
 from pebench.errors import DatabaseError
+from pebench.records.record import ResultRecord
 from pebench.report.page import render_report
 from pebench.store import migrate
 from pebench.store.load import load
@@ -193,3 +195,46 @@ def test_the_point_column_is_filled_from_the_case_ids_of_the_rows_already_stored
     assert stored == {"rope-k_back-L64": "", "rope-k_back-L128-lr0.001": "lr0.001",
                       "alibi-k_back-L64-layers4-lr0.01": "layers4-lr0.01"}  # fmt: skip
     assert _schema_diffs(db_url) == [HEAD_REVISION, []]
+
+
+def test_the_axes_column_is_filled_from_the_points_and_their_runs_sweeps(db_url):
+    """Revision 0007 adds ``results.axes`` (the point as ``[[name, value], ...]`` in the sweep's order) and fills it
+    for every stored row from its point, read with the axes its run swept (``sweep``, ``lr_sweep``), or for a run that
+    stored none with the names its point's parts start with; a new result is written with its axes, which read back
+    in their order (PostgreSQL's jsonb would reorder an object's keys), on SQLite and PostgreSQL."""
+    runs = {1: '{"lr_sweep": "0.001,0.003", "sweep": []}', 2: '{"sweep": ["d_model=256"]}',
+            3: '{"sweep": ["layers=4", "k_back:lr=0.01"]}', 4: "{}"}  # fmt: skip
+    points = {"rope-k_back-L64": (1, ""), "rope-k_back-L128-lr0.001": (1, "lr0.001"),
+              "nope-k_back-L64-d_model256": (2, "d_model256"), "alibi-k_back-L64-layers4-lr0.01": (3, "layers4-lr0.01"),
+              "fire-k_back-L64-layers2-lr1e-05": (4, "layers2-lr1e-05")}  # fmt: skip
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        command.upgrade(migrate._alembic_config(conn), "0006")
+        for options in runs.values():
+            conn.exec_driver_sql(RUN_0001.replace("'{}'", f"'{options}'"))
+        for case_id, (run, point) in points.items():
+            conn.exec_driver_sql(RESULT_0001.replace("'rope-k_back-L64'", f"'{case_id}'")
+                                 .replace("values (1,", f"values ({run},"))  # fmt: skip
+            conn.execute(text("update results set point = :p where case_id = :c"), {"p": point, "c": case_id})
+    engine.dispose()
+    assert cli_main(["db", "upgrade", "--db", db_url]) == 0
+    df = load(db_url)
+    stored = dict(zip(df["case_id"], df["axes"], strict=True))
+    assert stored == {"rope-k_back-L64": [], "rope-k_back-L128-lr0.001": [["lr", "0.001"]],
+                      "nope-k_back-L64-d_model256": [["d_model", "256"]],
+                      "alibi-k_back-L64-layers4-lr0.01": [["layers", "4"], ["lr", "0.01"]],
+                      "fire-k_back-L64-layers2-lr1e-05": [["layers", "2"], ["lr", "1e-05"]]}  # fmt: skip
+    assert all(str(Point.of_stored(a)) == p for a, p in zip(df["axes"], df["point"], strict=True))
+    assert _schema_diffs(db_url) == [HEAD_REVISION, []]
+    engine = store.open_db(db_url)
+    record = {"encoding": "rope", "task": "k_back", "train_length": 64, "eval_length": 64, "seed": 0}
+    at = Point.of(lr="0.01", layers=4)  # not the alphabetical order
+    store.add_result(engine, 1, record | {"case_id": f"rope-k_back-L64-{at}", "axes": at.stored(),
+                                          "encoding_version": "1", "task_version": "1", "config": {},
+                                          "config_hash": "h"})  # fmt: skip
+    engine.dispose()
+    new = load(db_url).iloc[-1]
+    assert new["axes"] == [["lr", "0.01"], ["layers", "4"]] and new["point"] == "lr0.01-layers4"
+    with pytest.raises(ValueError, match="is not that of its axes"):  # a point's text alone is refused
+        ResultRecord.coerce(record | {"case_id": "x", "point": "lr0.01", "encoding_version": "1",
+                                            "task_version": "1", "config": {}, "config_hash": "h"})  # fmt: skip

@@ -18,7 +18,8 @@ def _df(scores: dict[tuple[str, str, int, int], float]) -> pd.DataFrame:
     """Results of (encoding, lr point, seed, eval length) -> accuracy on a task with chance 0; ids in order."""
     rows = []
     for i, ((enc, point, seed, length), score) in enumerate(scores.items()):
-        rows.append({"id": i, "case_id": f"{enc}-k_back-L{length}-{point}-s{seed}", "encoding": enc,
+        rows.append({"id": i, "case_id": f"{enc}-k_back-L{length}-{point}-s{seed}", "point": point,
+                     "axes": [["lr", point.removeprefix("lr")]], "encoding": enc,
                      "task": "no_such_task_for_spread", "train_length": 64, "eval_length": length, "seed": seed,
                      "status": "ok", "score": score, "metric": "accuracy", "higher_is_better": True,
                      "chance_level": 0.0, "config": {"model": {"vocab_size": 10}}, "metrics": {},
@@ -40,8 +41,8 @@ def test_each_cell_is_compared_at_the_shared_rate_and_at_the_rate_validation_cho
     validation = {int(r.id): float(r.score) for r in df.itertuples() if r.eval_length == 64}
     validation |= {int(r.id): 1.0 - float(r.score) for r in df.itertuples() if r.eval_length == 256}
     (t,) = lr_verdicts.sides(df, validation)
-    assert t.rates == {"rope": {0: "lr0.01", 1: "lr0.01", 2: "lr0.01"}, "alibi": {0: "lr0.003", 1: "lr0.003",
-                                                                                 2: "lr0.003"}}  # fmt: skip
+    assert t.rates == {"rope": {0: "0.01", 1: "0.01", 2: "0.01"}, "alibi": {0: "0.003", 1: "0.003",
+                                                                           2: "0.003"}}  # fmt: skip
     assert t.time_one == 6 * 60 and t.time_all == 12 * 60  # one model per cell and seed, against every rate
     one_v, one_w = noise.cell_verdicts(t.one, 64, t.sigma)
     best_v, best_w = noise.cell_verdicts(t.best, 64, t.sigma)
@@ -80,14 +81,15 @@ def test_halving_is_compared_with_the_full_sweep_on_the_cells_both_ran():
     for i, (enc, point, chosen, score) in enumerate([("rope", "lr0.003", True, 0.05), ("rope", "lr0.01", False, 0.3),
                                                      ("alibi", "lr0.003", True, 0.90),
                                                      ("alibi", "lr0.01", False, 0.2)]):  # fmt: skip
-        rows.append({"id": 100 + i, "case_id": f"{enc}-k_back-L64-{point}-s0", "encoding": enc,
+        rows.append({"id": 100 + i, "case_id": f"{enc}-k_back-L64-{point}-s0", "point": point,
+                     "axes": [["lr", point.removeprefix("lr")]], "encoding": enc,
                      "task": "no_such_task_for_spread", "train_length": 64, "eval_length": 64, "seed": 0,
                      "status": "ok", "score": score, "metric": "accuracy", "higher_is_better": True,
                      "chance_level": 0.0, "config": {"model": {"vocab_size": 10}, "train": {"steps": 600}},
                      "metrics": {"lr_halving": "chosen" if chosen else "short run of 300 of 600 steps"},
                      "train_time_s": 1.0})  # fmt: skip
     (h,) = lr_verdicts.halving_sides(pd.DataFrame(rows))
-    assert h.rates == {"rope": {0: "lr0.003"}, "alibi": {0: "lr0.003"}}
+    assert h.rates == {"rope": {0: "0.003"}, "alibi": {0: "0.003"}}
     assert (h.steps, h.steps_full) == (2 * (2 * 300 + 600), 2 * 2 * 600)  # two cells: k * ceil(B / k) + B vs k * B
     (line,) = lr_verdicts.halving_lines([t], [h])
     assert "on 2 (encoding, task, seed) of the sweep: it chose the full sweep's rate in 1 of 2" in line
@@ -106,7 +108,7 @@ def test_a_sweep_without_the_shared_rate_is_one_line():
     done["case_id"] = done["case_id"].str.replace("k_back", "copy")  # another task's cases
     left_out: list[str] = []
     (t,) = lr_verdicts.sides(pd.concat([df, done]), {0: 0.5, 1: 0.6, 7: 0.5, 8: 0.6}, left_out=left_out)
-    assert t.task == "k_back" and t.rates == {"rope": {0: "lr0.01"}}
+    assert t.task == "k_back" and t.rates == {"rope": {0: "0.01"}}
     assert left_out == ["no_such_task_for_spread: no result at the shared rate 0.003 (points: lr0.001, lr0.01)"]
 
 

@@ -26,7 +26,8 @@ def _rows(metric="accuracy", higher=True):
     rows, i = [], 0
     for point in ("lr0.001", "lr0.01"):
         for length in (64, 256):
-            rows.append({"id": i, "case_id": f"rope-k_back-L{length}-{point}", "encoding": "rope", "task": "k_back",
+            rows.append({"id": i, "case_id": f"rope-k_back-L{length}-{point}", "point": point,
+                         "axes": [["lr", point.removeprefix("lr")]], "encoding": "rope", "task": "k_back",
                          "train_length": 64, "eval_length": length, "seed": 0, "metric": metric,
                          "higher_is_better": higher})  # fmt: skip
             i += 1
@@ -148,7 +149,8 @@ def test_the_summary_takes_each_cell_at_its_chosen_rate():
     from types import SimpleNamespace as R
 
     recs = [R(encoding="rope", task="k_back", train_length=64, eval_length=L, seed=s, case_id=f"rope-k_back-L{L}-{p}",
-              point=p, metric="accuracy", higher_is_better=True) for p in ("lr0.001", "lr0.003") for L in (64, 256)
+              point=p, axes=[["lr", p.removeprefix("lr")]], metric="accuracy",
+              higher_is_better=True) for p in ("lr0.001", "lr0.003") for L in (64, 256)
             for s in (0, 1)]  # fmt: skip
     # seed 0 validates better at 3e-3, seed 1 at 1e-3; an OOD record's validation is never read
     val = {("rope-k_back-L64-lr0.001", 0): 0.5, ("rope-k_back-L64-lr0.003", 0): 0.9,

@@ -140,7 +140,8 @@ def test_a_bad_sweep_stops_the_suite_in_one_line_writing_nothing(run_suite, tiny
 
 
 def test_the_report_and_findings_rank_one_point_at_a_time():
-    df = pd.DataFrame({"case_id": ["rope-k_back-L64-layers1", "rope-k_back-L64-layers2", "alibi-copy-L32"]})
+    df = pd.DataFrame({"case_id": ["rope-k_back-L64-layers1", "rope-k_back-L64-layers2", "alibi-copy-L32"],
+                       "point": ["layers1", "layers2", ""]})
     with pytest.raises(PointError, match=r"2 sweep points \(layers1, layers2\); .* give --point POINT"):
         one_point(df, None)
     assert list(one_point(df, "layers2")["case_id"]) == ["rope-k_back-L64-layers2", "alibi-copy-L32"]
