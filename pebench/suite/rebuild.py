@@ -49,9 +49,13 @@ class Group:
 def run_flags(options: Mapping[str, Any]) -> list[str]:
     """The suite flags that reproduce a run's stored ``options`` (``runs.options``): every run-scoped flag whose
     value is not its default, but :data:`SKIPPED`, its learning-rate protocol always (``--lr-sweep``: stored None
-    is one rate) and its ``-k`` / ``-m`` selection."""
+    is one rate) and its ``-k`` / ``-m`` selection. A setting the run did not give
+    (:func:`pebench.engine.currency.given_of`) is left out: it is rebuilt at this pebench's default, which is what
+    :mod:`pebench.engine.currency` judges the cell by."""
+    from pebench.engine.currency import given_of
     from pebench.engine.settings import FLAGS, dests
 
+    given, settings = given_of(options), set(dests("setting"))
     args: list[str] = []
     for dest in dests("run"):
         flag, value = FLAGS[dest], options.get(dest)
@@ -60,6 +64,8 @@ def run_flags(options: Mapping[str, Any]) -> list[str]:
             continue
         if dest in SKIPPED or value is None or value == flag.options.get("default") or value in ([], ""):
             continue
+        if given is not None and dest in settings and dest not in given:
+            continue  # a setting the run left at its default: rebuilt at today's default, as currency judges it
         if flag.options.get("action") == "store_true":
             args += [flag.flag] if value else []
         elif flag.options.get("action") == "append":

@@ -17,6 +17,10 @@ def test_run_flags_reproduce_the_stored_options_that_are_not_defaults():
                "steps": None}  # fmt: skip
     assert run_flags(options) == ["--seeds=3", "--sweep", "layers=1,2", "--lr-sweep=0.001,0.003", "-k", "L64"]
     assert run_flags({"lr_sweep": None}) == ["--lr-sweep=off"]  # stored None: the run trained one rate
+    # a setting the run did not give (stored at the default of then) is rebuilt at today's default
+    stored = {"lr_sweep": None, "lr": 0.002, "steps": 40, "given": ["steps"]}
+    assert run_flags(stored) == ["--steps=40", "--lr-sweep=off"]
+    assert "--lr=0.002" in run_flags({"lr_sweep": None, "lr": 0.002})  # nothing tells what it gave: every value
 
 
 def test_rebuild_retrains_exactly_the_stale_cells_and_merges_them_in(run_suite, pebench_cli, tiny, tmp_path,
