@@ -99,9 +99,13 @@ def _db(args: argparse.Namespace) -> str:
 
 
 def _table(args: argparse.Namespace) -> int:
+    from pebench.store.writable import check_file
+
+    if args.output is not None:
+        check_file(args.output, "-o")  # before any work: one line, nothing written
     from pebench.report.table import command  # the page's modules load torch: not for the parser
 
-    return command(args)
+    return command(args, _db(args))
 
 
 def _results(args: argparse.Namespace) -> int:

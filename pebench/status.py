@@ -21,3 +21,18 @@ class RunStatus(StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+
+
+class StopReason(StrEnum):
+    """Why a training run ended (:attr:`pebench.engine.training.TrainInfo.stop_reason`; the rule is
+    :mod:`pebench.engine.stopping`); the value is what a result stores (``metrics["stop_reason"]``) and a checkpoint
+    keeps."""
+
+    BUDGET = "budget"
+    """It trained to its step budget."""
+    LEARNED = "learned"
+    """The rule's ``learned`` test was met (:meth:`pebench.engine.stopping.StopRule.check`)."""
+    PLATEAU = "plateau"
+    """The rule's ``plateau`` test was met (:meth:`pebench.engine.stopping.StopRule.check`)."""
+    DIVERGED = "diverged"
+    """Its training loss or gradient norm became non-finite."""

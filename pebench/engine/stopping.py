@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from pebench.errors import ConfigError
+from pebench.status import StopReason  # stored in a result's metrics: a stored state
 
 __all__ = ["STOP_REASONS", "STOP_RULES", "StopReason", "StopRule", "StopRuleName"]
 
@@ -25,20 +26,6 @@ class StopRuleName(StrEnum):
     """As soon as the model has learned its task, else at the budget."""
     PLATEAU = "plateau"
     """As ``learned``, and also when the training loss has stopped falling in the second half of the budget."""
-
-
-class StopReason(StrEnum):
-    """Why a training run ended (:attr:`pebench.engine.training.TrainInfo.stop_reason`); the value is what a result
-    stores (``metrics["stop_reason"]``) and a checkpoint keeps."""
-
-    BUDGET = "budget"
-    """It trained to its step budget."""
-    LEARNED = "learned"
-    """The rule's ``learned`` test was met (:meth:`StopRule.check`)."""
-    PLATEAU = "plateau"
-    """The rule's ``plateau`` test was met (:meth:`StopRule.check`)."""
-    DIVERGED = "diverged"
-    """Its training loss or gradient norm became non-finite."""
 
 
 STOP_RULES: tuple[str, ...] = tuple(rule.value for rule in StopRuleName)

@@ -13,7 +13,6 @@ import pandas as pd
 from pebench.analysis.scoring import finite
 from pebench.report import families, svg
 from pebench.report.views import Entry, TaskView
-from pebench.store.load import MODEL_KEY, curve_owners, curve_points
 
 PANEL_W, PANEL_H = 330, 220
 
@@ -143,22 +142,24 @@ def validation_curves(
     return svg.panels(charts, ncols=2, y_ranges=ranges, x_label="step", y_label="validation metric", markers=False)
 
 
-def curves(engine: Any, sel: pd.DataFrame, keys: Mapping[tuple[str, int], tuple[str, str]]) -> dict:
-    """Column of :data:`CURVE_COLUMNS` -> task key -> encoding -> [(step, mean over seeds)] from one result per
-    trained model, the one at its training length where there is one (a ``--slim`` merge keeps the curve there
-    only); a step enters a line only where the value is finite."""
+def curves(points_of: Mapping[int, Sequence[tuple[Any, ...]]], sel: pd.DataFrame,
+           keys: Mapping[tuple[str, int], tuple[str, str]]) -> dict:  # fmt: skip
+    """Column of :data:`CURVE_COLUMNS` -> task key -> encoding -> [(step, mean over seeds)] from the learning curves
+    ``points_of`` (result id -> ``(step, loss, val_1x, val_2x)``, read with the rows: one result per trained model,
+    the one at its training length where there is one, :func:`pebench.records.frame.curve_owners`) of the results of
+    ``sel``; a step enters a line only where the value is finite."""
     if sel.empty:
         return {}
-    cols = ["id", "eval_length", *MODEL_KEY]
-    reps = sel[sel["id"].isin(set(curve_owners(sel[cols].to_dict("records")).values()))]
+    reps = sel[sel["id"].isin(set(points_of))]
     owner = {int(r.id): (keys[(r.task, int(r.train_length))][0], r.encoding) for r in reps.itertuples()}
     points: dict[str, dict[tuple[str, str], dict[int, list[float]]]] = {
         c: defaultdict(lambda: defaultdict(list)) for c in CURVE_COLUMNS
     }
-    for result_id, step, *values in curve_points(engine, owner):
-        for column, value in zip(CURVE_COLUMNS, values, strict=True):
-            if finite(value):
-                points[column][owner[result_id]][int(step)].append(float(value))
+    for result_id in sorted(owner):
+        for step, *values in points_of[result_id]:
+            for column, value in zip(CURVE_COLUMNS, values, strict=True):
+                if finite(value):
+                    points[column][owner[result_id]][int(step)].append(float(value))
     out: dict[str, dict[str, dict[str, list[tuple[int, float]]]]] = {c: defaultdict(dict) for c in CURVE_COLUMNS}
     for column, by_owner in points.items():
         for (key, enc), by_step in by_owner.items():

@@ -10,9 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from pebench.records.frame import MODEL_KEY, point_column
 from pebench.status import ResultStatus
-from pebench.store.database import safe_url
-from pebench.store.load import MODEL_KEY, point_column
 
 MAX_FAILURES_SHOWN = 200
 
@@ -63,7 +62,7 @@ def header_info(sel: pd.DataFrame, runs: Sequence[Mapping[str, Any]], mode: str,
                 "id": r["id"],
                 "status": r.get("status"),
                 "started": _fmt_time(r.get("started_at")),
-                "command": safe_url(r.get("command") or ""),  # masked when stored, and again here (older writers)
+                "command": r.get("command") or "",  # masked when stored, and again when read (page_data)
             }
             for r in runs
         ],  # fmt: skip

@@ -16,8 +16,8 @@ import pandas as pd
 from pebench.analysis import lr, scoring
 from pebench.analysis.across_scale import AcrossScale, across_scale
 from pebench.analysis.ranking import PerSeed
+from pebench.records.frame import at_point, point_column, points
 from pebench.report import views
-from pebench.store import load as store_load
 
 
 @dataclass
@@ -61,18 +61,18 @@ def _moved(r: AcrossScale) -> tuple[str, str]:
             ", ".join(m.encoding for m in r.moves if m.moved == "down") or "none")  # fmt: skip
 
 
-def _same_rate(engine: Any, every_point: pd.DataFrame | None, rows: pd.DataFrame, rate: float | None,
+def _same_rate(every_point: pd.DataFrame | None, rows: pd.DataFrame, rate: float | None,
                other: PerSeed, sigmas: Mapping[str, float | None]) -> str:  # fmt: skip
     """The comparison with the default size's results at ``rate`` (the larger run's one rate), when ``every_point``
     holds them: the like-for-like check of a protocol page, whose cells each chose their own rate."""
     if every_point is None or every_point.empty or rate is None:
         return ""
-    at = next((str(p) for p in set(store_load.points(every_point)) if lr.rate_at(p) == rate), None)
+    at = next((str(p) for p in set(points(every_point)) if lr.rate_at(p) == rate), None)
     if at is None:
         return ""
-    base = store_load.at_point(every_point, at)
+    base = at_point(every_point, at)
     base = base[base["encoding"].isin(set(rows["encoding"])) & base["task"].isin(set(rows["task"]))]
-    result = across_scale(ood_per_seed(store_load.attach_json(engine, base)), other, sigmas) \
+    result = across_scale(ood_per_seed(base), other, sigmas) \
         if not base.empty else None  # fmt: skip
     if result is None:
         return ""
@@ -97,7 +97,7 @@ def _rank(rank: int, range_text: str) -> str:
     return str(rank) if range_text == str(rank) else f"{rank} ({range_text})"
 
 
-def scale_views(engine: Any, sizes: pd.DataFrame, size_runs: Sequence[Mapping[str, Any]], shown: views.Assembled,
+def scale_views(sizes: pd.DataFrame, size_runs: Sequence[Mapping[str, Any]], shown: views.Assembled,
                 every_point: pd.DataFrame | None = None) -> list[ScaleView]:  # fmt: skip
     """One view per point of ``sizes`` (the rows of the runs at another model size) that shares two encodings and a
     task with the page's rows ``shown``; with ``every_point`` (a learning-rate protocol page's rows at every rate),
@@ -108,8 +108,8 @@ def scale_views(engine: Any, sizes: pd.DataFrame, size_runs: Sequence[Mapping[st
     one_rate = {int(r["id"]): (r["options"] or {}).get("lr") if lr.protocol(r["options"]) is None else None
                 for r in size_runs}  # fmt: skip
     out = []
-    for point, rows in sizes.assign(point=store_load.point_column(sizes)).groupby("point", sort=True):
-        other = ood_per_seed(store_load.attach_json(engine, rows.drop(columns=["point"])))
+    for point, rows in sizes.assign(point=point_column(sizes)).groupby("point", sort=True):
+        other = ood_per_seed(rows.drop(columns=["point"]))
         result = across_scale(shown.ood_per_seed, other, shown.sigmas)
         if result is None:
             continue
@@ -121,5 +121,5 @@ def scale_views(engine: Any, sizes: pd.DataFrame, size_runs: Sequence[Mapping[st
         rate = float(rates.pop()) if len(rates) == 1 and None not in rates else None
         out.append(ScaleView(str(point), "; ".join(sorted({protocols.get(r, "?") for r in runs})), result, table,
                              [(t, a.text) for t, a in result.per_task.items()], _sentence(str(point), result),
-                             _same_rate(engine, every_point, rows, rate, other, shown.sigmas)))
+                             _same_rate(every_point, rows, rate, other, shown.sigmas)))
     return out

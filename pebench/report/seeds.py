@@ -1,5 +1,5 @@
 """The seeds column of a task's table: how each seed's training ended (``--stop``, the stored
-:class:`~pebench.engine.stopping.StopReason` values) and why the row has this many seeds (``--seeds auto``), read
+:class:`~pebench.status.StopReason` values) and why the row has this many seeds (``--seeds auto``), read
 from the results of one encoding on one task. The page's words on stopping are decided on these values, never on
 the text shown."""
 
@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pebench.analysis.scoring import finite
-from pebench.engine.stopping import StopReason
+from pebench.status import StopReason
 
 RULE_STOPS = frozenset({StopReason.LEARNED, StopReason.PLATEAU})
 """The reasons of a model stopped by the rule before its budget."""
@@ -61,6 +61,6 @@ def stopped_early(reasons: Iterable[Mapping[str, int]]) -> bool:
 
 def whole_budget(reasons: Iterable[Mapping[str, int]]) -> bool:
     """Whether every model of rows with these :func:`stop_reasons` trained its whole budget: some row records a
-    reason, and every row that does records only :attr:`~pebench.engine.stopping.StopReason.BUDGET`."""
+    reason, and every row that does records only :attr:`~pebench.status.StopReason.BUDGET`."""
     recorded = [r for r in reasons if r]
     return bool(recorded) and all(set(r) == {StopReason.BUDGET} for r in recorded)

@@ -75,20 +75,15 @@ def build(db_url: str, run: str, task: str | None = None) -> Table:
     """The table of ``db_url``'s run ``run`` (the leaderboard, or ``task``'s table)."""
     import pebench
     from pebench.analysis.lite import inputs_digest
-    from pebench.report.data import build_context
-    from pebench.store.database import open_readonly, safe_url
-    from pebench.store.load import load_light
+    from pebench.report.data import load, page_context
 
-    context = build_context(db_url, run)
+    data = load(db_url, run)  # one read: the page's rows and every result for the digest
+    context = page_context(data)
     if not context.get("entries"):
-        raise PebenchError(f"--db {safe_url(db_url)}: run {run} holds no results to tabulate")
-    engine = open_readonly(db_url)
-    try:
-        digest = inputs_digest(load_light(engine))
-    finally:
-        engine.dispose()
+        raise PebenchError(f"--db {data.db_url}: run {run} holds no results to tabulate")
+    digest = inputs_digest(data.df)
     provenance = {"pebench_version": pebench.__version__, "results_digest": digest}
-    where = f"{safe_url(db_url)}, run {run}"
+    where = f"{data.db_url}, run {run}"
     if task is None:
         caption = (f"Leaderboard of {where}: rank, 95% rank range and tie group (encodings tied within the noise), "
                    "OOD and ID scores (normalised: 0 chance, 1 perfect; mean over tasks) with their 95% intervals")
@@ -141,19 +136,16 @@ def to_latex(table: Table) -> str:
 WRITERS = {"csv": to_csv, "markdown": to_markdown, "latex": to_latex}
 
 
-def command(args: argparse.Namespace) -> int:
-    """``pebench table``: write the table (``-o``, else standard output)."""
-    from pebench.store.database import resolve_url
-    from pebench.store.writable import check_file
+def command(args: argparse.Namespace, db_url: str) -> int:
+    """``pebench table``: write the table of the database at ``db_url`` (``-o``, else standard output; the CLI has
+    checked that ``-o`` can be written, before any work)."""
     from pebench.tasks import registry
 
-    if args.output is not None:
-        check_file(args.output, "-o")  # before any work: one line, nothing written
     tasks: Sequence[str | None] = [t.strip() for t in args.task.split(",") if t.strip()] if args.task else [None]
     for name in tasks:  # an unknown task is one line naming the valid ones, before the run is read
         if name is not None:
             registry.get(name)
-    text = "\n".join(WRITERS[args.format](build(resolve_url(args.db), args.run, t)) for t in tasks)
+    text = "\n".join(WRITERS[args.format](build(db_url, args.run, t)) for t in tasks)
     if args.output is None:
         print(text, end="")
     else:

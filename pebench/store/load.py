@@ -7,14 +7,14 @@ JSON columns only for the rows it shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from pebench.case import Point
+from pebench.records.frame import MODEL_KEY, at_point, curve_owners, point_column, points  # noqa: F401 (moved)
 from pebench.store.database import open_readonly
 from pebench.store.lifecycle import effective_status, resolve_run_id, run_counts
 from pebench.store.schema import CurvePoint, Result, Run
@@ -67,36 +67,6 @@ LIGHT_COLUMNS = ("id", "run_id", "case_id", "point", "axes", "encoding", "task",
                  "config_hash", "status", "message", "metric", "higher_is_better", "score", "chance_level",
                  "train_steps", "train_time_s", "model_reused", "code_version", "encoding_fingerprint",
                  "task_fingerprint")  # fmt: skip
-
-
-def point_column(df: pd.DataFrame) -> pd.Series:
-    """The sweep point of each result of ``df`` as its text (its ``point`` column, :attr:`pebench.case.Case.point`;
-    "" at none): the one way every reader gets a result's point to group or show by. A frame built without that
-    column (by hand) has it from its ``axes``, and without either every row is at no point: no case id is parsed."""
-    import pandas as pd
-
-    if "point" in df.columns:
-        return df["point"].fillna("").astype(str)
-    if "axes" in df.columns:
-        return points(df).map(str)
-    return pd.Series("", index=df.index, dtype=str)
-
-
-def points(df: pd.DataFrame) -> pd.Series:
-    """The sweep point of each result of ``df`` as a :class:`pebench.case.Point`, from its ``axes`` column
-    (``results.axes``; ``Point()`` at none, and for every row of a frame without that column): what a reader takes a
-    point's values from (:func:`pebench.analysis.lr.rate_at`), never its text."""
-    import pandas as pd
-
-    if "axes" not in df.columns:
-        return pd.Series([Point()] * len(df), index=df.index, dtype=object)
-    return df["axes"].map(lambda a: Point.of_stored(a if isinstance(a, (list, tuple)) else None))
-
-
-def at_point(df: pd.DataFrame, point: str) -> pd.DataFrame:
-    """The results of ``df`` at sweep point ``point`` and those at no point (an encoding or task the sweep does not
-    apply to is the same model at every point)."""
-    return df[point_column(df).isin({"", point})]
 
 
 def load_light(engine: Engine) -> pd.DataFrame:
@@ -166,16 +136,3 @@ def curve_points(engine: Engine, result_ids: Iterable[int]
                 CurvePoint.result_id.in_(ids[i : i + CHUNK])
             )
             yield from s.execute(q)
-
-
-MODEL_KEY = ("encoding", "task", "train_length", "seed", "config_hash")
-"""What one trained model's results share (its lengths are its results)."""
-
-
-def curve_owners(results: Iterable[Mapping[str, Any]]) -> dict[tuple[Any, ...], int]:
-    """Per trained model (:data:`MODEL_KEY`), the id of the result that carries its learning curve: the one at the
-    training length, else its first (the curve ``pebench merge --slim`` keeps and the page draws)."""
-    owner: dict[tuple[Any, ...], int] = {}
-    for r in sorted(results, key=lambda r: (r["eval_length"] != r["train_length"], r["id"])):
-        owner.setdefault(tuple(r[k] for k in MODEL_KEY), int(r["id"]))
-    return owner
