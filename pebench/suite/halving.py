@@ -25,7 +25,9 @@ from dataclasses import replace
 from pebench.analysis.lr import rate_at
 from pebench.case import Case, Point
 from pebench.engine.cache import Timer
-from pebench.engine.runner import Runner
+from pebench.engine.identity import identity_record, partial_config
+from pebench.engine.runner import Runner, record_failure
+from pebench.errors import PebenchError
 from pebench.records.record import ResultRecord
 
 CHOSEN = "chosen"
@@ -78,7 +80,12 @@ class Halving:
         each with ``metrics["lr_halving"]`` saying which; a case at no rate point, ``runner``'s."""
         if case.point not in self.points:
             return self.runner.run(case, timer)
-        best = self.winner(case)
+        try:
+            best = self.winner(case)
+        except PebenchError:
+            raise
+        except Exception as err:  # a failure of the case's own code in a short run is its result, as in Runner.run
+            return self._failed(case, err)
         if case.point == best:
             record = self.runner.run(case, timer)
             record.metrics["lr_halving"] = CHOSEN
@@ -87,3 +94,14 @@ class Halving:
         record = self.short(case.point, case.task).run(case)
         record.metrics["lr_halving"] = f"short run of {steps} of {budget} steps: {best} validated better"
         return record
+
+    def _failed(self, case: Case, err: Exception) -> ResultRecord:
+        """``case``'s record failed by ``err``, raised while its cell's short runs trained
+        (:func:`pebench.engine.runner.record_failure`), with what identity can be built without the probe."""
+        models = self.runner.models(case.point)
+        task = models.task(case.task)
+        try:
+            record = identity_record(models.settings, task, case)
+        except Exception:  # the configuration itself cannot be built: what can be said of it
+            record = identity_record(models.settings, task, case, partial_config(task, case))
+        return record_failure(record, "in the learning-rate halving's short runs", err)

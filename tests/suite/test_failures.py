@@ -94,3 +94,20 @@ def test_a_case_whose_configuration_cannot_be_built_keeps_a_partial_identity(iso
                               "constructor does not take")  # fmt: skip
     assert record.config["encoding"] == {"name": "batch_shy", "version": encodings.get("batch_shy").version}
     assert record.config_hash and record.code_version and not record.encoding_fingerprint
+
+
+def test_a_case_failing_in_the_halvings_short_runs_is_stored(run_suite, tiny, tmp_path):
+    """``--lr-halving`` trains a cell's short runs before its case: a plugin raising there (on training batches the
+    preflight and the probe never use) is each case's ``error`` row too, one line, no traceback; RoPE's pass."""
+    write(tmp_path, "shy.py", PROBE_FAILURE)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    res = run_suite("--lr-halving", "--plugin", "shy.py", "--encoding", "train_shy,rope", "--task", "k_back", "-k",
+                    "L64", *tiny, "--steps", "4", "--db", db, "--no-cache")  # fmt: skip
+    assert res.returncode == 1, res.output
+    line = "train_shy on k_back failed in the learning-rate halving's short runs: ValueError: "
+    assert line in res.output and "Traceback" not in res.output
+    df = results.load(db)
+    shy, rope = df[df["encoding"] == "train_shy"], df[df["encoding"] == "rope"]
+    assert len(shy) == 2 and set(shy["status"]) == {ResultStatus.ERROR}
+    assert all(m.startswith(line) for m in shy["message"])
+    assert len(rope) == 2 and set(rope["status"]) == {ResultStatus.OK}
