@@ -171,12 +171,16 @@ def isolated(monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture
 def pebench_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     """``pebench ARGS`` through :func:`pebench.cli.main` in the test's process, from the current directory and
-    without ``PEBENCH_DB``: a namespace of its exit status (argparse's usage errors included), stdout and stderr."""
+    without ``PEBENCH_DB`` or an xdist worker's variables (a command that runs the suite -- rebuild, guard -- is no
+    worker, as :func:`run_suite`'s inner session is not): a namespace of its exit status (argparse's usage errors
+    included), stdout and stderr."""
     from types import SimpleNamespace
 
     from pebench.cli import main
 
     monkeypatch.delenv("PEBENCH_DB", raising=False)
+    for key in [k for k in os.environ if k.startswith(XDIST_VARS)]:
+        monkeypatch.delenv(key)
 
     def run(*args: str) -> SimpleNamespace:
         capsys.readouterr()
