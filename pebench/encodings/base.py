@@ -34,8 +34,9 @@ maps), in this order: :meth:`~PositionalEncoding.transform_qk_with_state`, :meth
 :meth:`~PositionalEncoding.attention_scores` of those, times :attr:`~PositionalEncoding.attn_scale`, plus the biases,
 then softmax or :meth:`~PositionalEncoding.attention_weights`, whose weights also mix a state's
 :meth:`~PositionalEncoding.state_values`, appended to v (:mod:`pebench.models.state`). Capabilities and defaults are
-class attributes, never name lists, each documented where :class:`PositionalEncoding` declares it. A bias that
-depends only on the positions can be kept between calls with :class:`PositionMemo`.
+class attributes, never name lists, each documented where :class:`PositionalEncoding` declares it; those that only say
+a hook is implemented are derived from the hook the class overrides, never declared (:data:`DERIVED_CAPABILITIES`).
+A bias that depends only on the positions can be kept between calls with :class:`PositionMemo`.
 A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
 position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
 :func:`pebench.encodings.registry.wrappable`.
@@ -104,6 +105,41 @@ class EncodingContext:
         return self.d_model // self.n_heads
 
 
+DERIVED_CAPABILITIES: dict[str, str] = {
+    "bias_by_rows": "attn_bias_rows",
+    "reads_hidden": "attn_bias_from_hidden",
+    "custom_attention_weights": "attention_weights",
+    "qk_from_hidden": "transform_qk_from_hidden",
+    "custom_scores": "attention_scores",
+    "carries_state": "init_state",
+}
+"""Capability -> the hook whose override it is: each is read (on a class or an instance) as whether the class
+overrides that hook of :class:`PositionalEncoding` (:func:`overrides`), never declared; a class that assigns one is
+refused when it is defined. A :class:`Wrapper`'s are its inner encoding's (:data:`FORWARDED_CAPABILITIES`)."""
+
+
+def overrides(cls: type, hook: str) -> bool:
+    """Whether class ``cls`` defines ``hook`` other than :class:`PositionalEncoding`'s (its own or inherited)."""
+    return getattr(cls, hook) is not getattr(PositionalEncoding, hook)
+
+
+class _Derived:
+    """A capability of :data:`DERIVED_CAPABILITIES`: read-only, on the class and on an instance alike, whether the
+    class overrides ``hook`` (the class's, not an instance's: hooks patched on an instance change nothing)."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.hook = name, DERIVED_CAPABILITIES[name]
+
+    def __get__(self, obj: object, owner: type | None = None) -> bool:
+        return overrides(owner if owner is not None else type(obj), self.hook)
+
+    def __set__(self, obj: object, value: object) -> None:
+        raise AttributeError(f"{self.name} is derived from whether the class overrides {self.hook}; it cannot be set")
+
+
 class PositionalEncoding(nn.Module):
     """Base class: every hook is a no-op, so an encoding overrides only the hooks it uses."""
 
@@ -132,26 +168,6 @@ class PositionalEncoding(nn.Module):
     """Whether :meth:`attn_bias` is the same in every layer of one forward pass (it ignores ``q``, ``k`` and
     ``layer``): the model then calls it in the first layer only and reuses the result (ALiBi, T5's shared table,
     FIRE's shared MLP). False for per-layer parameters (KERPLE) and content-dependent biases (CoPE)."""
-    bias_by_rows: ClassVar[bool] = False
-    """Whether :meth:`attn_bias_rows` is implemented: the bias of a block of query rows can be computed on its own
-    from those rows' scaled scores (a content-dependent bias whose rows are independent, as CoPE's). The model then
-    builds it block by block inside its blocked attention (on the CPU and for packed seeds) and reuses the scores
-    instead of computing q·k twice; elsewhere it still calls :meth:`attn_bias`, which must give the same values."""
-    reads_hidden: ClassVar[bool] = False
-    """Whether :meth:`attn_bias_from_hidden` is implemented: the encoding adds a bias computed from the hidden states
-    entering each layer's attention (content-dependent gates, as FoX's forget gates)."""
-    custom_attention_weights: ClassVar[bool] = False
-    """Whether :meth:`attention_weights` replaces softmax (stick-breaking attention). The model then computes the
-    attention by blocks of query rows on every device (never through SDPA's softmax kernels)."""
-    qk_from_hidden: ClassVar[bool] = False
-    """Whether :meth:`transform_qk_from_hidden` is implemented: q and k are transformed by a function of the hidden
-    states entering each layer's attention (CARoPE's phases summed over the tokens' own frequencies)."""
-    custom_scores: ClassVar[bool] = False
-    """Whether :meth:`attention_scores` replaces q·kᵀ (PaTH attention). The model then computes the attention by
-    blocks of query rows on every device, from those scores (never through SDPA)."""
-    carries_state: ClassVar[bool] = False
-    """Whether :meth:`init_state`, :meth:`transform_qk_with_state` and :meth:`update_state` (with
-    :meth:`state_values` when attended) are implemented: a state carried from layer to layer (TAPE's features)."""
     kernel: ClassVar[str] = ""
     """The attention kernel that computes this encoding's attention, by name (:mod:`pebench.models.kernels`); empty:
     the one its capabilities call for (:attr:`attention_kernel`). An encoding that attends in a way no registered
@@ -160,6 +176,35 @@ class PositionalEncoding(nn.Module):
     """Names of the task annotations (:data:`pebench.tasks.base.ANNOTATIONS`) that :meth:`embed_annotations` reads;
     empty: none (the hook is never called). Runs only on tasks whose :attr:`pebench.tasks.base.Task.annotations`
     include them all."""
+
+    # -- capabilities derived from the hooks a class overrides (never declared: see :data:`DERIVED_CAPABILITIES`) --
+    bias_by_rows = _Derived("""Whether the class overrides :meth:`attn_bias_rows`: the bias of a
+    block of query rows can be computed on its own from those rows' scaled scores (a content-dependent bias whose rows
+    are independent, as CoPE's). The model then builds it block by block inside its blocked attention (on the CPU and
+    for packed seeds) and reuses the scores instead of computing q·k twice; elsewhere it still calls
+    :meth:`attn_bias`, which must give the same values.""")
+    reads_hidden = _Derived("""Whether the class overrides :meth:`attn_bias_from_hidden`:
+    the encoding adds a bias computed from the hidden states entering each layer's attention (content-dependent gates,
+    as FoX's forget gates).""")
+    custom_attention_weights = _Derived("""Whether the class overrides
+    :meth:`attention_weights`, which then replaces softmax (stick-breaking attention). The model then computes the
+    attention by blocks of query rows on every device (never through SDPA's softmax kernels).""")
+    qk_from_hidden = _Derived("""Whether the class overrides
+    :meth:`transform_qk_from_hidden`: q and k are transformed by a function of the hidden states entering each layer's
+    attention (CARoPE's phases summed over the tokens' own frequencies).""")
+    custom_scores = _Derived("""Whether the class overrides :meth:`attention_scores`, which then
+    replaces q·kᵀ (PaTH attention). The model then computes the attention by blocks of query rows on every device, from
+    those scores (never through SDPA).""")
+    carries_state = _Derived("""Whether the class overrides :meth:`init_state`: a state carried from
+    layer to layer (TAPE's features), with :meth:`update_state` (and :meth:`transform_qk_with_state`,
+    :meth:`state_values` when used; the conformance kit checks they go together).""")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, hook in DERIVED_CAPABILITIES.items():
+            if name in vars(cls):
+                raise TypeError(f"encoding class {cls.__qualname__} declares {name}: that capability is now derived "
+                                f"from the hook it overrides ({hook}); remove the declaration")
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__()

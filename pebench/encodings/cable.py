@@ -58,7 +58,6 @@ class CABLE(PositionalEncoding):
     name = "cable"
     family = "content"
     position_indexed = False
-    reads_hidden = True
     description = "context-aware ALiBi: bias -Σ_{l=j+1}^{i} softplus(w·x_l + c) per head and layer, from hidden states"
     paper = "Veisi et al. 2025, arXiv:2503.08067"
     options = {"init": Option("zero", "initial slope bias c: zero (slopes near ln 2, as the authors' code) or alibi "

@@ -61,7 +61,6 @@ class CARoPE(PositionalEncoding):
     name = "carope"
     family = "rotary"
     position_indexed = False
-    qk_from_hidden = True
     description = ("context-aware RoPE: pair i turned by Σ_{t<=m} f_h(x_t)^i with a per-head, per-token frequency "
                    "f_h = 1/(1 + softplus(w_h·x_t + b_h))")  # fmt: skip
     paper = "Veisi et al. 2025, arXiv:2507.23083"

@@ -15,10 +15,10 @@ authors do, the interpolation is computed from the integer logits z_i[p] = q_i·
 
 The bias depends on the content, so it is ``(B, H, T, T)``; it is computed in chunks of queries so the
 intermediate tensors stay small at long evaluation lengths. Each query row's bias depends only on that row's scores,
-so the encoding declares ``bias_by_rows``: in the model's blocked attention (CPU, packed seeds) the bias is computed
-block by block from the scores the attention computes anyway, and the full bias is never built (issue 17: 0.17x of
-HF Llama's step throughput at seq 256 with the full bias). Index positions are not used at all, so shifting them
-changes nothing.
+so the encoding also gives it by rows (``attn_bias_rows``, hence ``bias_by_rows``): in the model's blocked attention
+(CPU, packed seeds) the bias is computed block by block from the scores the attention computes anyway, and the full
+bias is never built (issue 17: 0.17x of HF Llama's step throughput at seq 256 with the full bias). Index positions are
+not used at all, so shifting them changes nothing.
 """
 
 from __future__ import annotations
@@ -75,7 +75,6 @@ class CoPE(PositionalEncoding):
     name = "cope"
     family = "content"
     position_indexed = False
-    bias_by_rows = True
     description = "contextual positions: reverse cumulative sums of σ(q·k) gates, interpolated learned embeddings"
     paper = "Golovneva et al. 2024, arXiv:2405.18719"
     options = {"npos": Option(64, "rows of the position table (positions are clamped to npos - 1)", type=int, low=2)}

@@ -50,7 +50,6 @@ class FoX(PositionalEncoding):
     name = "fox"
     family = "content"
     position_indexed = False
-    reads_hidden = True
     description = "forgetting attention: bias Σ_{l=j+1}^{i} log σ(w_f·x_l + b_f) per head from the hidden states"
     paper = "Lin et al. 2025, arXiv:2503.02130"
     options = {"bias_init": Option(0.0, "initial forget-gate bias b_f (0: gates start near 1/2, as the authors' code)",

@@ -193,7 +193,6 @@ class PaTH(PositionalEncoding):
     name = "path"
     family = "content"
     position_indexed = False
-    custom_scores = True
     kernel = "path"
     description = ("PaTH attention: scores q_iᵀ H_i⋯H_{j+1} k_j through data-dependent Householder-like "
                    "H_t = I - β_t w_t w_tᵀ, no positions")  # fmt: skip

@@ -106,7 +106,6 @@ class StickBreaking(PositionalEncoding):
     name = "stick_breaking"
     family = "content"
     position_indexed = False
-    custom_attention_weights = True
     description = "stick-breaking attention: A_ij = σ(z_ij)·Π_{j<k<i}(1 - σ(z_ik)) instead of softmax, no positions"
     paper = "Tan et al. 2024, arXiv:2410.17980"
     options = {

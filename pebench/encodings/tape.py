@@ -88,7 +88,6 @@ def feature_transform(x: Tensor, state: Tensor) -> Tensor:
 class TAPE(PositionalEncoding):
     name = "tape"
     family = "rotary"
-    carries_state = True
     description = ("contextual RoPE: per-head (cos, sin) position features updated in every layer by the attention "
                    "and a content-gated MLP, rotation-equivariant")  # fmt: skip
     paper = "Zhu et al. 2025, arXiv:2501.00712"

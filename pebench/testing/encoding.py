@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pebench import encodings, tasks
-from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
+from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper, overrides
 from pebench.models import ModelConfig, Transformer
 from pebench.tasks.base import ANNOTATIONS, IGNORE, Batch, Task
 from pebench.testing.report import FAIL, PASS, SKIP, Property, Report, measured, option_errors
@@ -247,10 +247,6 @@ def uses_position(p: Probe) -> Property:
                     "positions; an encoding that carries none declares position_free = True, as NoPE does")
 
 
-def _overrides(cls: type, hook: str) -> bool:
-    return getattr(cls, hook) is not getattr(PositionalEncoding, hook)
-
-
 def capabilities(p: Probe) -> Property:
     model = p.build()
     outer = model.encoding
@@ -259,22 +255,14 @@ def capabilities(p: Probe) -> Property:
         inner = inner.inner
     c = type(inner)
     rules = {
-        "reads_hidden <=> attn_bias_from_hidden": bool(inner.reads_hidden) == _overrides(c, "attn_bias_from_hidden"),
-        "key_bias_from_hidden => reads_hidden": not _overrides(c, "key_bias_from_hidden") or bool(inner.reads_hidden),
-        "custom_attention_weights <=> attention_weights":
-            bool(inner.custom_attention_weights) == _overrides(c, "attention_weights"),
-        "qk_from_hidden <=> transform_qk_from_hidden":
-            bool(inner.qk_from_hidden) == _overrides(c, "transform_qk_from_hidden"),
-        "custom_scores <=> attention_scores": bool(inner.custom_scores) == _overrides(c, "attention_scores"),
-        "bias_by_rows <=> attn_bias_rows": bool(inner.bias_by_rows) == _overrides(c, "attn_bias_rows"),
-        "bias_by_rows => attn_bias": not inner.bias_by_rows or _overrides(c, "attn_bias"),
-        "bias_shared_by_layers => attn_bias": not inner.bias_shared_by_layers or _overrides(c, "attn_bias"),
-        "needs <=> embed_annotations": bool(inner.needs) == _overrides(c, "embed_annotations"),
-        "carries_state <=> init_state and update_state":
-            bool(inner.carries_state) == _overrides(c, "init_state") == _overrides(c, "update_state"),
-        "transform_qk_with_state or state_values => carries_state":
-            bool(inner.carries_state) or not (_overrides(c, "transform_qk_with_state")
-                                              or _overrides(c, "state_values")),
+        "key_bias_from_hidden => attn_bias_from_hidden":
+            not overrides(c, "key_bias_from_hidden") or overrides(c, "attn_bias_from_hidden"),
+        "attn_bias_rows => attn_bias": not overrides(c, "attn_bias_rows") or overrides(c, "attn_bias"),
+        "bias_shared_by_layers => attn_bias": not inner.bias_shared_by_layers or overrides(c, "attn_bias"),
+        "needs <=> embed_annotations": bool(inner.needs) == overrides(c, "embed_annotations"),
+        "init_state <=> update_state": overrides(c, "init_state") == overrides(c, "update_state"),
+        "transform_qk_with_state or state_values => init_state":
+            overrides(c, "init_state") or not (overrides(c, "transform_qk_with_state") or overrides(c, "state_values")),
         "needs are known annotations": set(inner.needs) <= set(ANNOTATIONS),
     }  # fmt: skip
     a = p.batch(1)
@@ -293,7 +281,7 @@ def capabilities(p: Probe) -> Property:
             _rel(logits(model, a, pos), logits(model, a, pos + SHIFT)) <= TOLERANCE  # fmt: skip
     broken = [rule for rule, ok in rules.items() if not ok]
     return Property("capabilities", FAIL if broken else PASS, f"{len(rules) - len(broken)}/{len(rules)}",
-                    "declared capabilities consistent with the hooks overridden" if not broken else
+                    "declared capabilities and the hooks overridden consistent" if not broken else
                     "inconsistent: " + "; ".join(broken))  # fmt: skip
 
 

@@ -67,10 +67,10 @@ class ${cls}(PositionalEncoding):
     # the ones your method needs (docs/extending.md, "Adding an encoding"):
     #   embed(positions): a (T, d_model) vector added to the token embeddings (absolute encodings);
     #   transform_qk(q, k, positions, layer): rotate or extend q and k (rotary; set qk_dim/attn_scale on a new width);
-    #   attn_bias_from_hidden(x, positions, layer): a bias from the hidden states (declare reads_hidden = True);
-    #   attention_weights(scores, start): weights in place of softmax (declare custom_attention_weights = True);
-    #   init_state / transform_qk_with_state / state_values / update_state: a state carried from layer to layer
-    #     (declare carries_state = True);
+    #   attn_bias_from_hidden(x, positions, layer): a bias from the hidden states;
+    #   attention_weights(scores, start): weights in place of softmax;
+    #   init_state / transform_qk_with_state / state_values / update_state: a state carried from layer to layer;
+    #   (a capability such as reads_hidden or carries_state is derived from the override: never declare it);
     #   embed_annotations(annotations, generator): a vector from the task's per-token annotations (declare needs);
     #   train_positions / eval_positions(batch_size, length, generator): the positions of a training/evaluation batch;
     #   configure_eval(train_length, eval_length): adapt to the evaluation length before evaluating;

@@ -14,7 +14,7 @@ from plugin_files import BROKEN_ENCODINGS, POSITION_BLIND, WRONG_SHAPE, write
 
 from pebench import encodings, tasks
 from pebench.encodings.alibi import ALiBi
-from pebench.encodings.base import PositionalEncoding
+from pebench.encodings.base import DERIVED_CAPABILITIES, PositionalEncoding
 from pebench.tasks.k_back import KBack
 from pebench.testing import FAIL, PASS, SKIP, assert_conforms, check, check_encoding, check_task
 
@@ -82,14 +82,14 @@ def test_assert_conforms_for_the_users_own_tests(isolated, tmp_path):
         assert_conforms(write(tmp_path, "broken.py", BROKEN_ENCODINGS), speed=False)
 
 
-class HiddenBiasUndeclared(PositionalEncoding):
-    """Implements attn_bias_from_hidden but does not declare reads_hidden: the model would never call it."""
+class KeyBiasAlone(PositionalEncoding):
+    """Gives a per-key bias from the hidden states without attn_bias_from_hidden: the model would never call it."""
 
-    name = "undeclared"
+    name = "key_bias_alone"
     family = "content"
     position_free = True
 
-    def attn_bias_from_hidden(self, x, positions, layer):
+    def key_bias_from_hidden(self, x, positions, layer):
         return None
 
 
@@ -102,30 +102,21 @@ class UnknownKernel(PositionalEncoding):
     kernel = "no_such_kernel"
 
 
-class HiddenTransformUndeclared(PositionalEncoding):
-    """Implements transform_qk_from_hidden but does not declare qk_from_hidden: the model would never call it."""
+class StateNeverUpdated(PositionalEncoding):
+    """Starts a state (init_state) but never updates it: every layer would see the first layer's."""
 
-    name = "undeclared_transform"
+    name = "state_never_updated"
     family = "content"
     position_free = True
 
-    def transform_qk_from_hidden(self, q, k, x, positions, layer):
-        return q, k
+    def init_state(self, positions, batch_size):
+        return torch.zeros(1, 1)
 
 
-class ScoresDeclaredNotImplemented(PositionalEncoding):
-    """Declares custom_scores without implementing attention_scores (the default q·kᵀ would stand in silently)."""
+class StateValuesWithoutState(PositionalEncoding):
+    """Implements state_values without init_state: the model would never carry a state."""
 
-    name = "undeclared_scores"
-    family = "content"
-    position_free = True
-    custom_scores = True
-
-
-class StateValuesUndeclared(PositionalEncoding):
-    """Implements state_values but does not declare carries_state: the model would never carry a state."""
-
-    name = "undeclared_state"
+    name = "stateless_values"
     family = "content"
     position_free = True
 
@@ -145,20 +136,31 @@ class GlobalRandomTask(KBack):
 
 
 def test_capabilities_and_task_determinism_fail_by_name():
-    report = check_encoding(HiddenBiasUndeclared, speed=False)
+    report = check_encoding(KeyBiasAlone, speed=False)
     assert report.failed == ["capabilities"]
     (cap,) = [p for p in report.properties if p.name == "capabilities"]
-    assert cap.measured == "11/12" and cap.detail == "inconsistent: reads_hidden <=> attn_bias_from_hidden"
-    for cls, rule in ((HiddenTransformUndeclared, "qk_from_hidden <=> transform_qk_from_hidden"),
-                      (ScoresDeclaredNotImplemented, "custom_scores <=> attention_scores"),
-                      (StateValuesUndeclared, "transform_qk_with_state or state_values => carries_state")):  # fmt: skip
+    assert cap.measured == "6/7" and cap.detail == "inconsistent: key_bias_from_hidden => attn_bias_from_hidden"
+    for cls, rule in ((StateNeverUpdated, "init_state <=> update_state"),
+                      (StateValuesWithoutState, "transform_qk_with_state or state_values => init_state")):  # fmt: skip
         (cap,) = [p for p in check_encoding(cls, speed=False).properties if p.name == "capabilities"]
-        assert cap.status == FAIL and cap.measured == "11/12" and cap.detail == f"inconsistent: {rule}"
+        assert cap.status == FAIL and cap.measured == "6/7" and cap.detail == f"inconsistent: {rule}"
     (line,) = [x for x in check_encoding(UnknownKernel, speed=False).lines() if x.startswith("  FAIL")]
     assert "names the attention kernel 'no_such_kernel'; registered: custom, fused, path, rows" in line
     assert report.source == f"module {__name__}"
     report = check_task(GlobalRandomTask)
     assert report.failed == ["determinism"], "\n".join(report.lines())
+
+
+@pytest.mark.parametrize("flag", DERIVED_CAPABILITIES)
+def test_a_capability_is_derived_from_the_hook_overridden_and_a_declaration_is_refused(flag):
+    hook = DERIVED_CAPABILITIES[flag]
+    overriding = type("Overriding", (PositionalEncoding,), {hook: getattr(PositionalEncoding, hook)})
+    assert getattr(PositionalEncoding, flag) is False and getattr(overriding, flag) is False  # the base's own hook
+    overriding = type("Overriding", (PositionalEncoding,), {hook: lambda self, *args: None})
+    assert getattr(overriding, flag) is True and getattr(type("Sub", (overriding,), {}), flag) is True
+    refused = rf"^encoding class Declares declares {flag}: that capability is now derived from the hook it overrides "
+    with pytest.raises(TypeError, match=refused + rf"\({hook}\); remove the declaration$"):
+        type("Declares", (PositionalEncoding,), {flag: True})
 
 
 def test_a_class_that_cannot_be_built_fails_builds_in_one_line():

@@ -15,7 +15,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from pebench import encodings
 from pebench.encodings import EncodingContext
-from pebench.encodings.base import PositionMemo
+from pebench.encodings.base import DERIVED_CAPABILITIES, PositionMemo
 from pebench.encodings.tape import TAPE
 from pebench.models import attention as tm
 from pebench.models.transformer import ModelConfig, Transformer
@@ -244,8 +244,9 @@ def test_a_bias_by_rows_is_never_built_whole_on_the_cpu() -> None:
 
 class Combined(TAPE):
     """TAPE's state carried from layer to layer, with every other hook on q, k, the scores and the weights that the
-    variant's flags switch on: the combinations no registered encoding has. The three transforms of q and k do not
-    commute (a rotation by the state, a shift by position, a scale per token), so their order shows in the output."""
+    variant adds from :class:`Hooks` (its capabilities derived from them): the combinations no registered encoding
+    has. The three transforms of q and k do not commute (a rotation by the state, a shift by position, a scale per
+    token), so their order shows in the output."""
 
     name = "combined"
 
@@ -266,13 +267,18 @@ class Combined(TAPE):
         p = 0.01 * (p[:, None, :, None] if p.dim() == 2 else p[None, None, :, None])
         return q + p * self.shift, k - p * self.shift
 
+    def key_term(self, x: torch.Tensor) -> torch.Tensor:
+        return (x @ self.key_weight).transpose(1, 2)[:, :, None, :]  # (B, H, 1, T): key j's own
+
+
+class Hooks:
+    """The hooks a combination adds to :class:`Combined` (each switches its capability on, as the class overrides
+    it)."""
+
     def transform_qk_from_hidden(self, q, k, x, positions, layer):  # type: ignore[no-untyped-def]
         self.calls.append("hidden")
         s = (1 + torch.tanh(x @ self.token_scale)).transpose(1, 2)[..., None]  # (B, H, T, 1): token t's own
         return q * s, k * (2 - s)
-
-    def key_term(self, x: torch.Tensor) -> torch.Tensor:
-        return (x @ self.key_weight).transpose(1, 2)[:, :, None, :]  # (B, H, 1, T): key j's own
 
     def attention_scores(self, q, k, x, positions, layer):  # type: ignore[no-untyped-def]
         return q @ k.transpose(-1, -2) + self.key_term(x)
@@ -298,7 +304,9 @@ COMBINATIONS = {  # the routes they take on the CPU: training, evaluation
 
 def combined_model(flags: dict[str, bool], seed: int = 0) -> Transformer:
     torch.manual_seed(seed)
-    cls = type("Combined", (Combined,), dict(flags))
+    cls = type("Combined", (Combined,), {DERIVED_CAPABILITIES[flag]: vars(Hooks)[DERIVED_CAPABILITIES[flag]]
+                                         for flag in flags})  # fmt: skip
+    assert {flag for flag in DERIVED_CAPABILITIES if getattr(cls, flag)} == {"carries_state", *flags}
     model = Transformer(ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS),
                         cls(EncodingContext(d_model=D, n_heads=HEADS, n_layers=LAYERS, max_len=MAX_LEN))).train()
     with torch.no_grad():  # TAPE's zero-initialised updates moved, so the state changes from layer to layer
