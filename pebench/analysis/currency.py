@@ -1,5 +1,5 @@
-"""The stale cells of a database, read for :func:`pebench.engine.code.stale_rows`: each cell's latest result with its
-stored configuration, each run's settings rebuilt with this pebench's defaults
+"""The stale cells of a database, read for :func:`pebench.engine.code.stale_rows`: the latest result of each cell in
+each run with its stored configuration, each run's settings rebuilt with this pebench's defaults
 (:func:`pebench.engine.currency.run_settings`) and the fingerprints the results point to. ``pebench results --stale``,
 ``pebench rebuild``, ``--with-reference`` and the page all judge currency through :func:`stale_pairs`."""
 
@@ -7,19 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from pebench.engine.code import latest, stale_cells, stale_rows
 from pebench.engine.currency import RunSettings, run_settings
 from pebench.store.fingerprints import load_fingerprints
-from pebench.store.load import runs
-from pebench.store.schema import Result
+from pebench.store.load import attach_json, runs
 
 if TYPE_CHECKING:
     import pandas as pd
-
-CHUNK = 900
 
 
 def run_settings_of(engine: Engine, run_ids: set[int] | None = None) -> dict[int, RunSettings | str]:
@@ -37,20 +33,10 @@ def run_settings_of(engine: Engine, run_ids: set[int] | None = None) -> dict[int
     return out
 
 
-def _configs(engine: Engine, ids: list[int]) -> dict[int, Any]:
-    found: dict[int, Any] = {}
-    with engine.connect() as conn:
-        for i in range(0, len(ids), CHUNK):
-            for rid, config in conn.execute(select(Result.id, Result.config).where(Result.id.in_(ids[i : i + CHUNK]))):
-                found[int(rid)] = config or {}
-    return found
-
-
 def _inputs(engine: Engine, df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], dict[int, RunSettings | str]]:
     rows = latest(df)
-    if "config" not in rows:
-        configs = _configs(engine, [int(i) for i in rows["id"]])
-        rows = rows.assign(config=[configs.get(int(i), {}) for i in rows["id"]])
+    if "config" not in rows:  # the configuration only: a result's metrics may hold its attention snapshot
+        rows = attach_json(engine, rows, ("config",))
     digests = set(rows["encoding_fingerprint"]) | set(rows["task_fingerprint"])
     return rows, load_fingerprints(engine, digests), run_settings_of(engine, {int(r) for r in rows["run_id"]})
 

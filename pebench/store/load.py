@@ -82,18 +82,19 @@ def load_light(engine: Engine) -> pd.DataFrame:
     return pd.DataFrame([tuple(r) for r in rows], columns=list(LIGHT_COLUMNS))
 
 
-def attach_json(engine: Engine, sel: pd.DataFrame) -> pd.DataFrame:
-    """``sel`` with its ``config`` and ``metrics`` columns read from the database."""
+def attach_json(engine: Engine, sel: pd.DataFrame, columns: Sequence[str] = ("config", "metrics")) -> pd.DataFrame:
+    """``sel`` with its JSON ``columns`` (by default ``config`` and ``metrics``) read from the database; a row the
+    database does not hold gets ``{}``."""
     ids = [int(i) for i in sel["id"]]
-    found: dict[int, tuple[Any, Any]] = {}
+    found: dict[int, tuple[Any, ...]] = {}
     with engine.connect() as conn:
         for i in range(0, len(ids), CHUNK):
-            q = select(Result.id, Result.config, Result.metrics).where(Result.id.in_(ids[i : i + CHUNK]))
-            for rid, config, metrics in conn.execute(q):
-                found[int(rid)] = (config or {}, metrics or {})
+            q = select(Result.id, *(getattr(Result, c) for c in columns)).where(Result.id.in_(ids[i : i + CHUNK]))
+            for rid, *values in conn.execute(q):
+                found[int(rid)] = tuple(v or {} for v in values)
     sel = sel.copy()
-    sel["config"] = [found.get(i, ({}, {}))[0] for i in ids]
-    sel["metrics"] = [found.get(i, ({}, {}))[1] for i in ids]
+    for n, column in enumerate(columns):
+        sel[column] = [found[i][n] if i in found else {} for i in ids]
     return sel
 
 
