@@ -1,0 +1,366 @@
+"""Mechanism diagnostics: what a trained model's attention and hidden states do as the context grows past the training
+length, to test whether an encoding fails for the reasons commonly cited (issue 89; docs/diagnostics.md).
+
+Pure functions of tensors -- :func:`attn_entropy`, :func:`local_mass`, :func:`sink_mass`, :func:`attended_mass` of one
+layer's attention weights ``(..., T, T)``, :func:`logit_range` of its pre-softmax logits, :func:`fit_probe` /
+:func:`probe_r2` / :func:`position_probe` of hidden states -- and :func:`diagnose`, which runs a model on sequences of
+several lengths and reads every layer's weights from the model's own kernel path (:func:`read_layers`, as
+:meth:`pebench.models.transformer.Transformer.attention_maps` does). Nothing here changes a model or a score: the
+model runs in eval mode without gradients, and its mode and evaluation length are restored afterwards.
+
+Conventions shared by the attention functions: row ``i`` (query ``i``, 0-based) sees the keys ``j <= i`` (causal); the
+weights above the diagonal are ignored. Each row is first normalised by its own sum, ``p_ij = w_ij / sum_j w_ij``
+(a softmax row already sums to 1; stick-breaking's may sum to less, the rest attending to nothing, which
+:func:`attended_mass` reports), and rows whose sum is 0 are left out. Means are over the batch, the heads and the
+rows the function names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from pebench.engine.evaluation import eval_length, eval_positions
+from pebench.hashing import derive_seed
+from pebench.models import Transformer
+from pebench.models import state as pe_state
+from pebench.models.attention import blocked_causal_attention
+from pebench.models.kernels import AttentionCall
+from pebench.tasks.base import Batch
+
+__all__ = ["QK_KERNELS", "RIDGE", "LayerReadout", "Probe", "Rows", "attended_mass", "attn_entropy", "call_logits",
+           "diagnose", "fit_probe", "local_mass", "logit_range", "position_probe", "probe_r2", "read_layers", "rows_of",
+           "sink_mass"]  # fmt: skip
+
+RIDGE = 1e-3
+"""The ridge constant of :func:`fit_probe`, relative to the mean eigenvalue of the centred Gram matrix (so the same
+for hidden states of any size): λ = RIDGE · tr(X_cᵀX_c) / D."""
+
+LOGIT_QUANTILE = 0.99
+"""The quantile of |logit| that :func:`logit_range` reports."""
+
+
+class Rows(NamedTuple):
+    """One layer's attention rows normalised once (:func:`rows_of`), which every attention diagnostic accepts in place
+    of the weights (:func:`diagnose` reads all of them from one)."""
+
+    p: Tensor
+    """``p_ij = w_ij / Σ_{j<=i} w_ij`` in float64 over the causal part (0 above the diagonal and in a row of sum 0)."""
+    sums: Tensor
+    """The row sums ``Σ_{j<=i} w_ij``, ``(..., T)``."""
+    keep: Tensor
+    """Whether a row is kept: its sum is positive."""
+
+
+def rows_of(weights: Tensor | Rows) -> Rows:
+    """The causal part of ``weights`` ``(..., T, T)`` in float64, each row divided by its sum (:class:`Rows`)."""
+    if isinstance(weights, Rows):
+        return weights
+    if weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"attention weights must be (..., T, T), got {tuple(weights.shape)}")
+    t = weights.shape[-1]
+    w = weights.detach().double() * torch.ones(t, t, dtype=torch.bool, device=weights.device).tril()
+    sums = w.sum(-1)
+    keep = sums > 0
+    return Rows(w / torch.where(keep, sums, torch.ones_like(sums))[..., None], sums, keep)
+
+
+def _mean(values: Tensor, keep: Tensor) -> float:
+    """The mean of ``values`` where ``keep`` (NaN where nothing is kept)."""
+    n = int(keep.sum())
+    return float((values * keep).sum() / n) if n else math.nan
+
+
+def _from(rows: Rows, first: int) -> Tensor:
+    """Whether each row is kept and is row ``first`` or later, ``(..., T)``."""
+    return rows.keep & (torch.arange(rows.p.shape[-1], device=rows.p.device) >= first)
+
+
+def attn_entropy(weights: Tensor | Rows) -> float:
+    """The mean normalised entropy of the attention rows (Nakanishi 2025, arXiv:2501.19399, "Scalable-Softmax":
+    attention fades towards uniform as the context grows; Wang et al. 2024, arXiv:2404.12224: NoPE's length failure
+    as attention distraction).
+
+    ``Ĥ_i = -Σ_{j<=i} p_ij log p_ij / log(i + 1)``, with ``p_ij = w_ij / Σ_j w_ij`` (``0 log 0 = 0``): 1 for a uniform
+    row over the ``i + 1`` keys it sees, 0 for a one-hot row. Rows ``i >= 1`` (row 0 sees one key, log 1 = 0) of
+    positive sum, averaged."""
+    rows = rows_of(weights)
+    p = rows.p
+    norm = torch.arange(1, p.shape[-1] + 1, dtype=p.dtype, device=p.device).log().clamp_min(1e-300)
+    return _mean(-torch.xlogy(p, p).sum(-1) / norm, _from(rows, 1))
+
+
+def local_mass(weights: Tensor | Rows, window: int) -> float:
+    """The mean share of a row's attention on the keys less than ``window`` (the training length, in tokens) away
+    (Chi et al. 2023, arXiv:2212.10356: length extrapolation works when the effective receptive field stays within
+    the training length).
+
+    ``M_i = Σ_{j : 0 <= i - j < window} p_ij``, averaged over the rows ``i >= window``: the rows that see keys farther
+    than any row saw in training (every row ``i < window`` has ``M_i = 1`` by construction). NaN when ``T <= window``
+    (no such row)."""
+    rows = rows_of(weights)
+    t, device = rows.p.shape[-1], rows.p.device
+    if t <= window:
+        return math.nan
+    near = torch.ones(t, t, dtype=torch.bool, device=device).tril().triu(1 - window)  # 0 <= i - j < window
+    return _mean((rows.p * near).sum(-1), _from(rows, window))
+
+
+def sink_mass(weights: Tensor | Rows) -> float:
+    """The mean share of a row's attention on the first token (Xiao et al. 2023, arXiv:2309.17453, "attention sinks").
+
+    ``S_i = p_i0``, averaged over the rows ``i >= 1`` (row 0 sees key 0 alone)."""
+    rows = rows_of(weights)
+    return _mean(rows.p[..., 0], _from(rows, 1))
+
+
+def attended_mass(weights: Tensor | Rows) -> float:
+    """The mean row sum ``Σ_{j<=i} w_ij`` over every row: 1 for a softmax, at most 1 for stick-breaking's weights (the
+    rest attends to nothing), what the other functions normalise away."""
+    return float(rows_of(weights).sums.mean())
+
+
+def logit_range(logits: Tensor, quantile: float = LOGIT_QUANTILE) -> float:
+    """The size of the pre-softmax logits: the ``quantile`` (nearest rank) of ``|s_ij|`` over the visible keys
+    ``j <= i`` of the rows ``i >= 1`` (Chen et al. 2023, arXiv:2306.15595: position interpolation keeps the attention
+    scores within the bound seen in training, extrapolation does not). Non-finite logits (a key an encoding's bias
+    masks) are left out.
+
+    ``s_ij`` is what the kernel turns into weights: ``scale · q_iᵀk_j`` (or the encoding's own scores) plus every
+    bias, as :func:`call_logits` rebuilds them. The row's constant is kept (a softmax ignores it, stick-breaking's
+    sigmoids do not), so this is not readable from the weights alone: ``log w_ij`` differs from ``s_ij`` by a per-row
+    constant for a softmax, and underflows to -inf where the weights do."""
+    i, j = torch.tril_indices(logits.shape[-1], logits.shape[-1], device=logits.device)
+    i, j = i[i >= 1], j[i >= 1]
+    values = logits.detach()[..., i, j].float().abs().flatten().cpu().numpy()
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return math.nan
+    rank = max(1, math.ceil(quantile * values.size))
+    return float(np.partition(values, rank - 1)[rank - 1])
+
+
+class Probe(NamedTuple):
+    """A linear probe ``ŷ = X w + b`` of absolute position (:func:`fit_probe`), float64."""
+
+    w: Tensor
+    b: Tensor
+
+
+def _flat(hidden: Tensor) -> tuple[Tensor, Tensor]:
+    """Hidden states ``(B, T, D)`` as ``(B·T, D)`` float64 rows and their positions ``0..T-1`` repeated per sequence."""
+    if hidden.dim() != 3:
+        raise ValueError(f"hidden states must be (B, T, D), got {tuple(hidden.shape)}")
+    b, t, d = hidden.shape
+    x = hidden.detach().double().reshape(b * t, d)
+    y = torch.arange(t, dtype=torch.float64, device=hidden.device).repeat(b)
+    return x, y
+
+
+def fit_probe(hidden: Tensor, ridge: float = RIDGE) -> Probe:
+    """The ridge regression of each token's position ``0..T-1`` on its hidden state, closed form in float64 (after
+    Kazemnejad et al. 2023, arXiv:2305.19466, who probe NoPE's hidden states for absolute position).
+
+    With ``X`` the ``(B·T, D)`` hidden states and ``y`` the positions, centred (``X_c``, ``y_c``; the intercept is not
+    penalised): ``w = (X_cᵀX_c + λI)⁻¹ X_cᵀy_c``, ``λ = ridge · tr(X_cᵀX_c) / D``, ``b = ȳ - x̄ᵀw``."""
+    x, y = _flat(hidden)
+    mx, my = x.mean(0), y.mean()
+    xc = x - mx
+    gram = xc.T @ xc
+    lam = ridge * float(gram.trace()) / gram.shape[0] or ridge
+    w = torch.linalg.solve(gram + lam * torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device),
+                           xc.T @ (y - my))  # fmt: skip
+    return Probe(w, my - mx @ w)
+
+
+def probe_r2(probe: Probe, hidden: Tensor) -> float:
+    """The coefficient of determination of ``probe`` on hidden states ``(B, T, D)``, targets their positions
+    ``0..T-1``: ``R² = 1 - Σ(y - ŷ)² / Σ(y - ȳ)²``, ``ȳ`` the mean position at this length. Past the length the probe
+    was fitted at, the targets exceed every position it saw: R² then measures its extrapolation (1 only if the
+    representation keeps counting linearly; it can be negative). NaN for ``T = 1``."""
+    x, y = _flat(hidden)
+    pred = x @ probe.w.to(x.device) + probe.b.to(x.device)
+    total = float((y - y.mean()).square().sum())
+    return 1.0 - float((y - pred).square().sum()) / total if total > 0 else math.nan
+
+
+def position_probe(train_hidden: Tensor, hidden_by_length: Mapping[int, Tensor], ridge: float = RIDGE
+                   ) -> dict[int, float]:  # fmt: skip
+    """R² of the probe fitted on ``train_hidden`` (the training length's hidden states, :func:`fit_probe`) at every
+    length of ``hidden_by_length`` (:func:`probe_r2`); in-sample where those are ``train_hidden`` itself."""
+    probe = fit_probe(train_hidden, ridge)
+    return {length: probe_r2(probe, hidden) for length, hidden in hidden_by_length.items()}
+
+
+QK_KERNELS = frozenset({"fused", "rows", "custom", "stick_breaking"})
+"""The kernels whose logits are ``scale · q·kᵀ`` plus the encoding's biases (:func:`call_logits`): the built-in ones
+and stick-breaking's, which changes the weights made of those scores, not the scores. A kernel with scores of its own
+(PaTH's ``path``, a plugin's) is not among them: its logits are not exposed."""
+
+
+def call_logits(call: AttentionCall) -> Tensor | None:
+    """The pre-softmax logits ``(B, H, T, T)`` of one layer's attention call (-inf above the diagonal), for a kernel of
+    :data:`QK_KERNELS`: ``scale · q_iᵀk_j`` plus the mask with every bias (the bias by rows for an encoding that has
+    one), the scores the blocked attention (:func:`pebench.models.attention.blocked_causal_attention`) hands to its
+    softmax or to the encoding's weights (``fused`` uses the same mask and scale). None for any other kernel."""
+    if call.pe.attention_kernel not in QK_KERNELS:
+        return None
+    t = call.q.shape[-2]
+    if call.pe.bias_by_rows:
+        mask, rows = None, call.rows()
+    else:
+        mask, rows = call.mask(), None
+    blocks: list[Tensor] = []
+
+    def keep(scores: Tensor, start: int) -> Tensor:
+        blocks.append(torch.nn.functional.pad(scores, (0, t - scores.shape[-1]), value=-math.inf))
+        return scores.softmax(-1)
+
+    blocked_causal_attention(call.q, call.k, call.v, mask, call.scale, bias_rows=rows, weights=keep)
+    return torch.cat(blocks, dim=-2)
+
+
+class LayerReadout(NamedTuple):
+    """What :func:`read_layers` reads from one forward pass."""
+
+    weights: list[Tensor]
+    """Every layer's attention weights ``(B, H, T, T)``, from the layer's own kernel."""
+    logits: list[Tensor | None] | None
+    """Every layer's pre-softmax logits (:func:`call_logits`; None for a kernel that does not expose them); None when
+    not asked for."""
+    hidden: Tensor
+    """The residual stream leaving the first block ``(B, T, d_model)`` (the input of block 1, before its norm)."""
+
+
+@torch.no_grad()
+def read_layers(model: Transformer, tokens: Tensor, positions: Tensor | None = None,
+                annotations: Mapping[str, Tensor] | None = None, logits: bool = True) -> LayerReadout:  # fmt: skip
+    """Every layer's attention weights (and logits), and the first block's output, on one batch: the blocks' forward
+    as :meth:`~pebench.models.transformer.Transformer.attention_maps` runs it, each layer's attention asked for the
+    weights its own kernel uses (:meth:`~pebench.models.transformer.Attention.attend`) before the block itself runs
+    (so the hidden states are exactly the model's forward's)."""
+    x, positions = model.hidden_states(tokens, positions, annotations)
+    pe = model.encoding
+    shared = pe_state.scratch(pe, positions, x.shape[0])
+    weights: list[Tensor] = []
+    scores: list[Tensor | None] | None = [] if logits else None
+    hidden = x
+    for i, block in enumerate(model.blocks):
+        h = block.attn_norm(x)
+        _, w = block.attn.attend(h, positions, pe, shared, want_weights=True)
+        assert w is not None  # asked for: run_kernel checks the kernel returned them
+        weights.append(w)
+        if scores is not None:
+            scores.append(call_logits(block.attn.call(h, positions, pe, shared)))
+        x = block(x, positions, pe, shared)
+        if i == 0:
+            hidden = x
+    return LayerReadout(weights, scores, hidden)
+
+
+def _summarise(readout: LayerReadout, window: int) -> dict[str, list[float]]:
+    """Each per-layer diagnostic of one length's readout, layer by layer (each layer's rows normalised once)."""
+    rows = [rows_of(w) for w in readout.weights]
+    out = {"attn_entropy": [attn_entropy(r) for r in rows], "local_mass": [local_mass(r, window) for r in rows],
+           "sink_mass": [sink_mass(r) for r in rows], "attended_mass": [attended_mass(r) for r in rows]}  # fmt: skip
+    if readout.logits is not None:
+        out["logit_range"] = [math.nan if s is None else logit_range(s) for s in readout.logits]
+    return out
+
+
+def _ratio(value: float, base: float) -> float:
+    return value / base if base else math.nan
+
+
+def _layer_mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _inputs(model: Transformer, tokens: Tensor, length: int, n: int, seed: int,
+            positions_by_length: Mapping[int, Tensor] | None,
+            annotations_by_length: Mapping[int, Mapping[str, Tensor]] | None
+            ) -> tuple[Tensor, Tensor | None, dict[str, Tensor] | None]:  # fmt: skip
+    """The first ``n`` sequences of one length, their positions (given, else the encoding's evaluation positions as
+    evaluation draws them, :func:`pebench.engine.evaluation.eval_positions`, from a generator seeded from (seed,
+    "diagnostics positions", length)) and annotations, on the model's device."""
+    device = next(model.parameters()).device
+    tokens = tokens[:n]
+    notes = None if annotations_by_length is None else annotations_by_length.get(length)
+    notes = None if notes is None else {k: v[:n] for k, v in notes.items()}
+    given = None if positions_by_length is None else positions_by_length.get(length)
+    if given is not None:
+        given = given[:n] if given.dim() == 2 else given
+    gen = torch.Generator().manual_seed(derive_seed(seed, "diagnostics positions", length))
+    batch = Batch(tokens, tokens, given, notes)  # targets unused
+    positions = eval_positions(model, batch, gen)
+    notes = None if notes is None else {k: v.to(device) for k, v in notes.items()}
+    return tokens.to(device), None if positions is None else positions.to(device), notes
+
+
+@torch.no_grad()
+def diagnose(model: Transformer, tokens_by_length: Mapping[int, Tensor], train_length: int, n_sequences: int = 8,
+             positions_by_length: Mapping[int, Tensor] | None = None,
+             annotations_by_length: Mapping[int, Mapping[str, Tensor]] | None = None, seed: int = 0,
+             logits: bool = True) -> dict[str, dict[int, Any]]:  # fmt: skip
+    """Every diagnostic of ``model`` at every length of ``tokens_by_length`` (length -> ``(B, T)`` tokens, of which the
+    first ``n_sequences`` run), the encoding told each evaluation length as in evaluation
+    (:func:`pebench.engine.evaluation.eval_length`), without gradients, in eval mode (the model's mode restored).
+
+    Returns metric -> {length: value}: ``attn_entropy``, ``local_mass`` (window: the token count ``T`` of the training
+    length's sequences), ``sink_mass``, ``attended_mass``, ``logit_range`` (with ``logits``; NaN for a kernel outside
+    :data:`QK_KERNELS`) as the mean over layers, each also per layer under ``<metric>_by_layer`` ({length: [layer 0,
+    layer 1, ...]}); ``logit_range_ratio``, the mean over layers divided by the training length's (per layer:
+    ``logit_range_ratio_by_layer``); ``position_r2``, the probe fitted on the first block's output
+    (:func:`position_probe`) of the first half (rounded up) of the training length's sequences, its R² at the
+    training length on the other half (held out; in-sample when only one sequence runs), at every other length on
+    all its sequences. Cost: one forward pass per length plus, per layer, the attention once more for its weights and
+    once more for its logits (docs/diagnostics.md, "Cost")."""
+    if train_length not in tokens_by_length:
+        raise ValueError(f"tokens_by_length has no sequences at the training length {train_length}")
+    window = tokens_by_length[train_length].shape[1]
+    was_training = model.training
+    per_layer: dict[int, dict[str, list[float]]] = {}
+    hidden: dict[int, Tensor] = {}
+    model.eval()
+    try:
+        for length in sorted(tokens_by_length):
+            tokens, positions, notes = _inputs(model, tokens_by_length[length], length, n_sequences, seed,
+                                               positions_by_length, annotations_by_length)  # fmt: skip
+            with eval_length(model, train_length, length):
+                readout = read_layers(model, tokens, positions, notes, logits)
+            per_layer[length] = _summarise(readout, window)
+            hidden[length] = readout.hidden
+    finally:
+        model.train(was_training)
+    fit, held = _split(hidden[train_length])
+    return _collect(per_layer, position_probe(fit, {**hidden, train_length: held}), train_length)
+
+
+def _split(hidden: Tensor) -> tuple[Tensor, Tensor]:
+    """The training length's hidden states as (the first half rounded up, to fit the probe; the rest, to score it);
+    one sequence: (it, it)."""
+    half = (hidden.shape[0] + 1) // 2
+    return (hidden, hidden) if hidden.shape[0] < 2 else (hidden[:half], hidden[half:])
+
+
+def _collect(per_layer: dict[int, dict[str, list[float]]], r2: dict[int, float], train_length: int
+             ) -> dict[str, dict[int, Any]]:  # fmt: skip
+    """:func:`diagnose`'s result from each length's per-layer values and the probe's R²."""
+    out: dict[str, dict[int, Any]] = {}
+    for length, metrics in per_layer.items():
+        for name, values in metrics.items():
+            out.setdefault(name, {})[length] = _layer_mean(values)
+            out.setdefault(f"{name}_by_layer", {})[length] = values
+    if "logit_range" in out:
+        base = per_layer[train_length]["logit_range"]
+        out["logit_range_ratio"] = {n: _ratio(v, out["logit_range"][train_length])
+                                    for n, v in out["logit_range"].items()}  # fmt: skip
+        out["logit_range_ratio_by_layer"] = {n: [_ratio(a, b) for a, b in zip(v, base, strict=True)]
+                                             for n, v in out["logit_range_by_layer"].items()}  # fmt: skip
+    out["position_r2"] = dict(r2)
+    return out
