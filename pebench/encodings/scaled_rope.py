@@ -56,12 +56,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
 
 from pebench.encodings.base import EncodingContext
+from pebench.encodings.extension import Extension
 from pebench.encodings.registry import register
 from pebench.encodings.rope import RoPE, rope_inv_freq, rotate_pairs
 from pebench.errors import OptionError
@@ -71,7 +72,10 @@ MODES = ("eval", "train")
 
 
 class ScaledRoPE(RoPE):
-    """RoPE whose frequencies depend on a scale factor s, set by the mode (see the module docstring)."""
+    """RoPE whose frequencies depend on a scale factor s, set by the mode (see the module docstring). With
+    ``--extend F`` each continues RoPE's trained model and applies s = F (train mode) from the fine-tune on."""
+
+    extension: ClassVar[Extension] = Extension(base="rope", factor="factor", options={"mode": "train"})
 
     options = {
         **RoPE.options,

@@ -21,8 +21,9 @@ import torch
 
 from pebench import encodings
 from pebench.case import Case
+from pebench.engine import extension
 from pebench.engine.checkpoints import CheckpointStore
-from pebench.engine.identity import build_task, check_applicable, encoding_context, model_key
+from pebench.engine.identity import build_task, check_applicable, describe, encoding_context, model_key
 from pebench.engine.packing import packable, train_packed
 from pebench.engine.settings import Settings
 from pebench.engine.training import TrainInfo, train
@@ -58,6 +59,11 @@ class ModelCache:
         self.progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
         self._models: dict[str, TrainedModel] = {}
         self._tasks: dict[str, Task] = {}
+        self.base: ModelCache | None = None
+        """With :attr:`Settings.extend <pebench.engine.settings.Settings.extend>`: the cache of the base models this
+        second phase continues (the run's at the point without the extension axis; set by the runner)."""
+        self.bases: dict[str, tuple[str, TrainInfo]] = {}
+        """Model key of a second phase -> (its base model's id, that model's training info)."""
 
     def task(self, name: str) -> Task:
         """Task ``name`` with these settings' options, built once (:func:`~pebench.engine.identity.build_task`)."""
@@ -81,7 +87,7 @@ class ModelCache:
         check_applicable(task, case)
         torch.manual_seed(case.seed)
         encoding = encodings.build(case.encoding, encoding_context(self.settings, task, case.encoding),
-                                   self.settings.encoding_options.get(case.encoding))  # fmt: skip
+                                   extension.encoding_options(self.settings, case.encoding))  # fmt: skip
         return Transformer(self.settings.model_config(task, case.encoding), encoding)
 
     def model_for(self, case: Case, config: dict[str, Any], timer: Timer | None = None) -> TrainedModel:
@@ -94,6 +100,8 @@ class ModelCache:
         if key in self.failed:
             raise RuntimeError(self.failed[key])
         model = self.build_model(case)
+        if self.settings.extend:
+            return self._extended_model_for(case, key, model, config, timer)
         if self.settings.pack_seeds > 1 and packable(model):
             return self._packed_model_for(case, config, timer)
         path = self.checkpoints.path(case, key)
@@ -111,6 +119,38 @@ class ModelCache:
                 info = do_train() if timer is None else timer(do_train)
                 trained = TrainedModel(model, info, reused=False)
                 self.checkpoints.save(path, model, info, config)
+        self._models[key] = trained
+        return trained
+
+    def _extended_model_for(self, case: Case, key: str, model: Transformer, config: dict[str, Any],
+                            timer: Timer | None) -> TrainedModel:  # fmt: skip
+        """:meth:`model_for` of a second phase (:mod:`pebench.engine.extension`): the base model from :attr:`base`
+        (from memory, a checkpoint, or trained now, outside ``timer``), its weights copied into ``model`` and
+        fine-tuned (through ``timer``)."""
+        assert self.base is not None, "a second phase's cache has its base models' cache (the runner sets it)"
+        task = self.task(case.task)
+        base_case = extension.base_case(case, task)
+        base_id = base_case.model_id(seeded=True)
+        self.base.progress_context = self.progress_context
+        base = self.base.model_for(base_case, describe(self.base.settings, task, base_case))
+        if base.info.status != "ok":
+            raise RuntimeError(f"its base model {base_id} {base.info.status}: {base.info.message}")
+        path = self.checkpoints.path(case, key)
+        with self.checkpoints.locked([path]):
+            trained = self._load_checkpoint(path, model)
+            if trained is None:
+                model.load_state_dict(base.model.state_dict())
+                cfg = extension.phase_train_config(self.settings, task)
+
+                def do_train() -> TrainInfo:
+                    return train(model, task, cfg, seed=case.seed, device=self.device, progress=self.settings.progress,
+                                 progress_context=self.progress_context, description=case.model_id(seeded=True),
+                                 draw=extension.draw(self.settings, task, model), stream=extension.STREAM)  # fmt: skip
+
+                info = do_train() if timer is None else timer(do_train)
+                trained = TrainedModel(model, info, reused=False)
+                self.checkpoints.save(path, model, info, config)
+        self.bases[key] = (base_id, base.info)
         self._models[key] = trained
         return trained
 

@@ -13,7 +13,9 @@ from typing import Any
 from pebench import encodings, tasks
 from pebench.case import Case
 from pebench.encodings.base import EncodingContext
+from pebench.engine import extension
 from pebench.engine.settings import Settings
+from pebench.hashing import config_hash
 from pebench.tasks.base import Task
 
 
@@ -38,7 +40,7 @@ def describe(settings: Settings, task: Task, case: Case, training: bool = False)
     at its default and every evaluation-only task option left out."""
     enc_cls = encodings.get(case.encoding)
     ctx = encoding_context(settings, task, case.encoding)
-    given = settings.encoding_options.get(case.encoding, {})
+    given = extension.encoding_options(settings, case.encoding)
     if training:
         given = {k: v for k, v in given.items() if not (k in enc_cls.options and enc_cls.options[k].eval_only)}
     probe = enc_cls(ctx, **given)
@@ -46,7 +48,7 @@ def describe(settings: Settings, task: Task, case: Case, training: bool = False)
     if training:  # evaluation-only task options (lm's eval windows) do not change the trained model
         task_config["options"] = {k: v for k, v in task_config["options"].items()
                                   if not (k in task.options and task.options[k].eval_only)}  # fmt: skip
-    return {
+    config = {
         "encoding": {"name": case.encoding, "version": enc_cls.version, "options": probe.opts, **probe.extra_config()},
         "task": task_config,
         "model": settings.model_config(task, case.encoding).to_dict(),
@@ -54,3 +56,9 @@ def describe(settings: Settings, task: Task, case: Case, training: bool = False)
         "train": settings.train_config(task).to_dict(),
         "eval": {"samples": settings.eval_samples},
     }
+    if settings.extend:  # a second phase: the fine-tune and the base model it continues (its training configuration)
+        base = extension.base_case(case, task)
+        base_config = describe(extension.base_settings(settings, case), task, base, training=True)
+        base_hash = config_hash({k: v for k, v in base_config.items() if k != "eval"})
+        config["extend"] = extension.phase_config(settings, task, base_hash, base.encoding)
+    return config

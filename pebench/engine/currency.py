@@ -11,7 +11,7 @@ this pebench's code, from the run's own settings, where an option the run did no
 run, each part's); a run with neither keeps every stored value as set.
 
 The device is not rebuilt (``--precision auto`` resolves on this machine's); a sweep point's values are the run's
-stored ``--sweep`` and learning-rate protocol, read from the result's case id.
+stored ``--sweep``, learning-rate protocol and ``--extend`` axis, read from the result's case id.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pebench.case import Case
+from pebench.engine import extension
 from pebench.engine.configuration import build_task, describe
 from pebench.engine.settings import FLAGS, Settings, dests
 from pebench.engine.sweep import Sweep
@@ -86,7 +87,7 @@ def run_settings(options: Mapping[str, Any], commands: Iterable[str] = ()) -> Ru
                         task_options=_named(options.get("task_options")))  # fmt: skip
     rates = options.get("lr_sweep")
     sweep = Sweep.parse([*(options.get("sweep") or []), *([f"lr={rates}"] if rates else [])])
-    return RunSettings(settings, sweep)
+    return RunSettings(settings, extension.with_axis(sweep, options.get("extend"), bool(options.get("pose"))))
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:

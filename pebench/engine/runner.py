@@ -22,6 +22,7 @@ import torch
 
 from pebench.case import Case, Point
 from pebench.encodings.registry import not_applicable
+from pebench.engine import extension
 from pebench.engine.cache import ModelCache, Timer, TrainedModel
 from pebench.engine.device import pick_device, resolve_precision, worker_device
 from pebench.engine.evaluation import ATTENTION_TOKENS, CaseScores, attention_maps, evaluate_case
@@ -35,6 +36,7 @@ from pebench.engine.identity import (
 )
 from pebench.engine.settings import Settings
 from pebench.engine.sweep import Sweep
+from pebench.engine.training import TrainInfo
 from pebench.errors import PebenchError
 from pebench.models import Transformer
 from pebench.records import attention
@@ -87,6 +89,8 @@ class Runner:
         if point not in self._caches:
             settings = self._resolved(self.sweep.settings(self.settings, point))
             self._caches[point] = ModelCache(settings, self.device, self.failed_models)
+            if settings.extend:  # a second phase continues the models of the point without the extension axis
+                self._caches[point].base = self.models(extension.base_point(point))
         self._caches[point].progress_context = self.progress_context
         return self._caches[point]
 
@@ -151,6 +155,7 @@ class Runner:
                                        s.eval_batch_size)  # fmt: skip
                 where = "while recording its scores"
                 _record_scores(record, scores, trained)
+                _record_base(record, models.bases.get(models.model_key(case)))
         except PebenchError:
             raise
         except Exception as err:  # recorded, then reported as a failed case by the suite
@@ -208,6 +213,14 @@ def _record_training(record: ResultRecord, trained: TrainedModel) -> None:
     if info.status != ResultStatus.OK:
         record.status, record.message = info.status, info.message
         record.metrics = {"stop_reason": str(info.stop_reason)}  # its value, a plain string
+
+
+def _record_base(record: ResultRecord, base: tuple[str, TrainInfo] | None) -> None:
+    """A second phase's base model into ``record``'s metrics: its id, steps and training time (the phase's own are
+    the record's)."""
+    if base is not None:
+        name, info = base
+        record.metrics["base_model"] = {"id": name, "steps": info.steps, "train_time_s": info.wall_time_s}
 
 
 def _record_scores(record: ResultRecord, scores: CaseScores, trained: TrainedModel) -> None:

@@ -87,6 +87,17 @@ class Settings:
     device: str | None = None
     cache_dir: Path | None = None
     progress: bool | None = None
+    extend: float | None = None
+    """A second phase (:mod:`pebench.engine.extension`): each model, trained as usual, is fine-tuned at ``extend``
+    times its training length (None: no second phase). Set per sweep point by the run's ``--extend`` axis."""
+    extend_steps: int | None = None
+    """Fine-tuning steps of the second phase; None: :data:`pebench.engine.extension.STEPS_FRACTION` of the base
+    budget."""
+    extend_lr: float = 0.1
+    """The second phase's peak learning rate as a fraction of the base model's."""
+    pose: bool = False
+    """The second phase fine-tunes at the training length with PoSE's skipping position ids (Zhu et al. 2023,
+    arXiv:2309.10400) instead of at the longer length."""
     encoding_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     task_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
@@ -161,6 +172,12 @@ class Settings:
             raise PebenchError(err.render(FLAG_NAMES)) from None
         if self.eval_samples <= 0:
             raise PebenchError(f"--eval-samples must be a positive integer, got {self.eval_samples}")
+        if self.extend is not None and not (isinstance(self.extend, (int, float)) and self.extend > 1):
+            raise PebenchError(f"--extend {self.extend!r} must be a number above 1 (the factor of the training length)")
+        if self.extend_steps is not None and not (isinstance(self.extend_steps, int) and self.extend_steps > 0):
+            raise PebenchError(f"--extend-steps {self.extend_steps!r} must be a positive integer")
+        if not (isinstance(self.extend_lr, (int, float)) and 0 < self.extend_lr <= 1):
+            raise PebenchError(f"--extend-lr {self.extend_lr!r} must be a fraction in (0, 1] of the base model's rate")
 
 
 for _name, (_cls, _field) in CONFIG_FIELDS.items():
@@ -234,6 +251,18 @@ _FLAGS = (
     *(_config_flag(name, f) for name, (cls, f) in CONFIG_FIELDS.items() if cls is not ModelConfig),
     _flag("--eval-samples", "eval_samples", f"held-out sequences per case (default {Settings.eval_samples})",
           {"type": int, "default": Settings.eval_samples}, "suite", "run", "setting"),
+    _flag("--extend", "extend", "continue each trained model: fine-tune it at F times its training length and evaluate "
+          "it at L, F*L and 2F*L, stored at its own point (ext2x for F = 2); the context-extension methods (pi, ntk, "
+          "yarn, llama3, longrope) start from RoPE's model and apply their factor F from the fine-tune on "
+          "(docs/extension.md)", {"type": float, "metavar": "F"}, "suite", "run"),
+    _flag("--extend-steps", "extend_steps", "fine-tuning steps of --extend (default: a quarter of the base budget, "
+          "docs/extension.md)", {"type": int}, "suite", "run", "setting"),
+    _flag("--extend-lr", "extend_lr", f"peak learning rate of the --extend fine-tune as a fraction of the base model's "
+          f"(default {Settings.extend_lr:g})", {"type": float, "default": Settings.extend_lr}, "suite", "run",
+          "setting"),
+    _flag("--pose", "pose", "with --extend: fine-tune at the training length with PoSE's skipping position ids "
+          "covering F*L (Zhu et al. 2023, arXiv:2309.10400), stored at the point pose2x", {"action": "store_true"},
+          "suite", "run", "setting"),
     _flag("--device", "device", "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default auto)",
           {"default": "auto"}, "suite", "run", "setting"),
     _flag("--plugin", "pebench_plugins", "import encodings and tasks from a Python file or module (repeatable; also "

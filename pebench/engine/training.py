@@ -118,6 +118,8 @@ def train(
     progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     description: str = "train",
     on_point: Callable[[TrainInfo], None] | None = None,
+    draw: Draw | None = None,
+    stream: str = "train",
 ) -> TrainInfo:
     """Train ``model`` on ``task`` in place (:func:`run` with one model). A non-finite loss stops training with
     status "diverged". ``on_point(info)`` is called after each learning-curve point is appended (the model in train
@@ -125,9 +127,15 @@ def train(
 
     Each step's forward gets the task's annotations and the positions generator, from which an encoding that reads
     annotations draws its training offsets (:meth:`~pebench.encodings.base.PositionalEncoding.embed_annotations`);
-    no other encoding draws from it there, so their trajectories are unchanged."""
+    no other encoding draws from it there, so their trajectories are unchanged. ``draw`` and ``stream``: see
+    :func:`run`."""
     return run(SingleStep(model, cfg), task, cfg, [seed], device, progress, progress_context, description,
-               on_point)[0]  # fmt: skip
+               on_point, draw, stream)[0]  # fmt: skip
+
+
+Draw = Callable[[int, torch.Generator, torch.Generator], Batch]
+"""Draws a training batch of a size on the CPU from the data and positions generators (a second phase's:
+:func:`pebench.engine.extension.draw`); positions left None are the encoding's training positions."""
 
 
 class Stepper(Protocol):
@@ -187,20 +195,25 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
         progress: bool | None = None,
         progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
         description: str = "train",
-        on_point: Callable[[TrainInfo], None] | None = None) -> list[TrainInfo]:  # fmt: skip
+        on_point: Callable[[TrainInfo], None] | None = None, draw: Draw | None = None,
+        stream: str = "train") -> list[TrainInfo]:  # fmt: skip
     """The training loop of K models (``stepper.models``, seed ``seeds[k]``'s at index k), in place: AdamW at
     :func:`lr_at`'s schedule, each seed's own data and positions generators (seeded from (seed, "train", task) and
     (seed, "positions", task)), statistics summed on the device and read once per learning-curve point, where a
     seed whose loss or gradient norm became non-finite ends ``diverged`` and one that meets the stop rule ends
     there (:class:`~pebench.engine.stopping.StopRule`); the loop ends when every seed has. A seed's wall time is its
-    share (1/K) of the run's, so its tokens/s is what it cost."""
+    share (1/K) of the run's, so its tokens/s is what it cost. ``draw`` replaces the task's training batches (a
+    second phase's longer or PoSE batches, :mod:`pebench.engine.extension`); ``stream`` names the generators' seeds
+    (another name than ``train``: data and positions of their own, ``(seed, stream, task)`` and
+    ``(seed, stream + "-positions", task)``)."""
     from pebench.hashing import derive_seed
 
     n = len(seeds)
     for model in stepper.models:
         model.to(device).train()
-    gens = [torch.Generator().manual_seed(derive_seed(s, "train", task.name)) for s in seeds]
-    pos_gens = [torch.Generator().manual_seed(derive_seed(s, "positions", task.name)) for s in seeds]
+    gens = [torch.Generator().manual_seed(derive_seed(s, stream, task.name)) for s in seeds]
+    pos_stream = "positions" if stream == "train" else f"{stream}-positions"
+    pos_gens = [torch.Generator().manual_seed(derive_seed(s, pos_stream, task.name)) for s in seeds]
     vals = [Validation.build(stepper.host, task, cfg.val_batches, cfg.batch_size, s, device) for s in seeds]
     stats = StepStats(device, n)
     infos = [TrainInfo(stop_reason=None) for _ in seeds]  # running
@@ -215,7 +228,7 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
             for group in stepper.opt.param_groups:
                 group["lr"] = lr_at(step, cfg)
             stepper.host.set_step(step, cfg.steps)
-            batches = [training_batch(task, stepper.host, cfg.batch_size, gens[k], pos_gens[k], device)
+            batches = [training_batch(task, stepper.host, cfg.batch_size, gens[k], pos_gens[k], device, draw)
                        for k in range(n)]  # fmt: skip
             stats.add(step, *stepper.step(batches, pos_gens, cfg, device))
             tokens += batches[0].inputs.numel()
@@ -273,15 +286,15 @@ def _curve_point(stepper: Stepper, stats: StepStats, vals: list[Validation | Non
 
 
 def training_batch(task: Task, model: Transformer, batch_size: int, gen: torch.Generator, pos_gen: torch.Generator,
-                   device: torch.device) -> Batch:  # fmt: skip
+                   device: torch.device, draw: Draw | None = None) -> Batch:  # fmt: skip
     """One training batch on ``device``: drawn on the CPU from the task's seeded generator (so a seed gives the same
     data on every device), positions from the encoding's :meth:`train_positions` unless the task sets them, and the
     task's annotations. On CUDA it is copied from pinned memory without blocking, so the host draws the next batch
     while the GPU computes."""
-    batch = task.sample_train(batch_size, gen)
+    batch = task.sample_train(batch_size, gen) if draw is None else draw(batch_size, gen, pos_gen)
     positions = batch.positions
     if positions is None:
-        positions = model.encoding.train_positions(batch_size, batch.inputs.shape[1], pos_gen)
+        positions = model.encoding.positions(batch_size, batch.inputs.shape[1], pos_gen, train=True)
     batch = Batch(batch.inputs, batch.targets, positions, batch.annotations)
     if device.type != "cuda":
         return batch.to(device)

@@ -28,6 +28,7 @@ import pytest
 import torch
 
 from pebench.case import Case, Point
+from pebench.engine import extension
 from pebench.errors import PebenchError
 from pebench.store.writable import check_database, check_directory, check_file
 from pebench.suite.state import SuiteState
@@ -39,11 +40,28 @@ PROBE_BATCH = 2
 """Samples of the batch a plugin's hooks are checked on."""
 
 
-def collected_lengths(config: pytest.Config, task: Any) -> list[int]:
+def collected_lengths(config: pytest.Config, task: Any, extend: float | None = None) -> list[int]:
     """The lengths the suite collects for ``task``: the quick tier's, or every length with ``--tier full`` or any
-    ``-m`` (the Chomsky tasks have hundreds of full-tier lengths each: a quick run never generates them)."""
+    ``-m`` (the Chomsky tasks have hundreds of full-tier lengths each: a quick run never generates them); at a point
+    of ``--extend F`` (``extend``), L, F*L and 2F*L whatever the tier (:func:`pebench.engine.extension.lengths`)."""
+    if extend:
+        return extension.lengths(task, extend)
     every_length = config.getoption("tier") == "full" or bool(config.option.markexpr)
     return task.eval_lengths("full") if every_length else task.eval_lengths("quick")
+
+
+def check_extension(config: pytest.Config) -> None:
+    """``--extend``'s companions, one line each before anything runs: ``--pose`` and the phase's flags need it; it
+    trains with the local executor and one learning rate per case (not ``--lr-halving``)."""
+    if config.getoption("extend") is None:
+        given = [f for f, d in (("--pose", "pose"), ("--extend-steps", "extend_steps")) if config.getoption(d)]
+        if given:
+            raise PebenchError(f"{given[0]} sets the fine-tune of --extend F: give --extend too")
+        return
+    if config.getoption("executor") == "ray":
+        raise PebenchError("--extend fine-tunes with the local executor: run it without --executor ray")
+    if config.getoption("lr_halving"):
+        raise PebenchError("--extend continues each trained model: run it without --lr-halving")
 
 
 def report_options(config: pytest.Config) -> str | None:

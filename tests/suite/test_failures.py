@@ -29,8 +29,8 @@ def test_a_case_failing_in_the_probe_is_stored_and_the_run_goes_on(run_suite, ti
                     "--db", db, "--no-cache", "--report", str(page))  # fmt: skip
     assert res.returncode == 1, res.output
     assert "3 failed, 3 passed" in res.output
-    # one line per failed case, besides pytest's short summary (whose FAILED lines are cut to the terminal's width except
-    # where pytest believes it runs on CI, as under CI=true)
+    # one line per failed case, besides pytest's short summary (whose FAILED lines are cut to the terminal's width
+    # except where pytest believes it runs on CI, as under CI=true)
     assert res.output.splitlines().count(PROBE_LINE) == 3
     assert "Traceback" not in res.output and RAISING_LINE not in res.output
     assert "run 1: 6 results (3 error, 3 ok)" in res.output

@@ -18,7 +18,8 @@ from pebench.store.load import load
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["layerz=1,2"], "unknown setting 'layerz'; valid: batch_size, d_model, eval_samples, heads, layers, lr, "),
+        (["layerz=1,2"], "unknown setting 'layerz'; valid: batch_size, d_model, eval_samples, extend_lr, "
+                         "extend_steps, heads, layers, lr, "),
         (["layers=1,x"], "layers='x' is not an int"),
         (["lr=1e-3,"], "has an empty value"),
         (["layers=1,1"], "lists a value twice"),
