@@ -364,3 +364,42 @@ def _collect(per_layer: dict[int, dict[str, list[float]]], r2: dict[int, float],
                                              for n, v in out["logit_range_by_layer"].items()}  # fmt: skip
     out["position_r2"] = dict(r2)
     return out
+
+
+DIAGNOSTICS = ("attn_entropy", "local_mass", "sink_mass", "position_probe", "logit_range", "logit_range_ratio")
+"""The diagnostics stored in every evaluated result's metrics (:func:`case_diagnostics`)."""
+SEQUENCES = 8
+"""Evaluation sequences a case's diagnostics read at each length."""
+
+
+def case_diagnostics(model: Transformer, task: Any, length: int, seed: int, n_sequences: int = SEQUENCES
+                     ) -> dict[str, Any]:  # fmt: skip
+    """The diagnostics of one evaluated case at its ``length``, as stored in its result's metrics: each of
+    :data:`DIAGNOSTICS` (``position_probe``: :func:`diagnose`'s ``position_r2``), their per-layer values under
+    ``diagnostics_by_layer``, from ``n_sequences`` sequences of the task's first evaluation split at the training
+    length and at ``length`` drawn from generators seeded from (seed, "diagnostics", task, length). ``local_mass`` at
+    a length up to the training length, where no row sees a key beyond the window, is 1 (every key is within it)."""
+    train = task.train_length
+    tokens, positions, notes = {}, {}, {}
+    for n in sorted({train, length}):
+        gen = torch.Generator().manual_seed(derive_seed(seed, "diagnostics", task.name, n))
+        batch = next(iter(task.eval_batches(n, n_sequences, gen, task.eval_splits[0], n_sequences)))
+        tokens[n] = batch.inputs
+        if batch.positions is not None:
+            positions[n] = batch.positions
+        if batch.annotations is not None:
+            notes[n] = batch.annotations
+    found = diagnose(model, tokens, train, n_sequences, positions or None, notes or None, seed)
+    out: dict[str, Any] = {}
+    by_layer: dict[str, Any] = {}
+    for name in DIAGNOSTICS:
+        key = "position_r2" if name == "position_probe" else name
+        value = found.get(key, {}).get(length, math.nan)
+        if name == "local_mass" and length <= train:
+            value = 1.0
+        out[name] = None if value is None or not math.isfinite(value) else value
+        if f"{key}_by_layer" in found:  # non-finite values (no row, no logits exposed) as None: JSON has no NaN
+            by_layer[name] = [v if v is not None and math.isfinite(v) else None
+                              for v in found[f"{key}_by_layer"][length]]  # fmt: skip
+    out["diagnostics_by_layer"] = by_layer
+    return out

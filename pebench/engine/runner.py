@@ -25,6 +25,7 @@ from pebench.encodings.registry import not_applicable
 from pebench.engine import extension
 from pebench.engine.cache import ModelCache, Timer, TrainedModel
 from pebench.engine.device import pick_device, resolve_precision, worker_device
+from pebench.engine.diagnostics import case_diagnostics
 from pebench.engine.evaluation import ATTENTION_TOKENS, CaseScores, attention_maps, evaluate_case
 from pebench.engine.identity import (
     add_fingerprints,
@@ -156,6 +157,9 @@ class Runner:
                 where = "while recording its scores"
                 _record_scores(record, scores, trained)
                 _record_base(record, models.bases.get(models.model_key(case)))
+                if s.diagnostics and record.status == ResultStatus.OK:
+                    where = "in its diagnostics"
+                    record.metrics |= case_diagnostics(trained.model, task, case.length, case.seed)
         except PebenchError:
             raise
         except Exception as err:  # recorded, then reported as a failed case by the suite

@@ -98,6 +98,9 @@ class Settings:
     pose: bool = False
     """The second phase fine-tunes at the training length with PoSE's skipping position ids (Zhu et al. 2023,
     arXiv:2309.10400) instead of at the longer length."""
+    diagnostics: bool = True
+    """Whether every evaluated result stores the mechanism diagnostics (:mod:`pebench.engine.diagnostics`); they never
+    change a model or a score."""
     encoding_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     task_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
@@ -263,6 +266,9 @@ _FLAGS = (
     _flag("--pose", "pose", "with --extend: fine-tune at the training length with PoSE's skipping position ids "
           "covering F*L (Zhu et al. 2023, arXiv:2309.10400), stored at the point pose2x", {"action": "store_true"},
           "suite", "run", "setting"),
+    _flag("--no-diagnostics", "diagnostics", "store no mechanism diagnostics (attention entropy, local and sink mass, "
+          "position probe, logit range; docs/diagnostics.md) with the results (they cost about one training step a "
+          "case)", {"action": "store_false", "default": True}, "suite", "run", "setting"),
     _flag("--device", "device", "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default auto)",
           {"default": "auto"}, "suite", "run", "setting"),
     _flag("--plugin", "pebench_plugins", "import encodings and tasks from a Python file or module (repeatable; also "

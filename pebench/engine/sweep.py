@@ -34,10 +34,10 @@ from pebench.errors import PebenchError
 
 
 def sweepable() -> dict[str, str]:
-    """Sweep name -> the :class:`Settings` field it sets: every setting flag but ``--device`` and ``--pose`` (a
-    switch), named as its flag without the dashes (``-`` written ``_``)."""
+    """Sweep name -> the :class:`Settings` field it sets: every setting flag but ``--device`` and the switches
+    (``--pose``, ``--no-diagnostics``), named as its flag without the dashes (``-`` written ``_``)."""
     return {FLAGS[d].flag.removeprefix("--").replace("-", "_"): d for d in dests("setting")
-            if d not in ("device", "pose")}  # fmt: skip
+            if d != "device" and "action" not in FLAGS[d].options}  # fmt: skip
 
 
 def _read_back(name: str, text: str, axes: Sequence[str]) -> Point | None:
