@@ -15,6 +15,7 @@ measured at that protocol (:func:`pebench.analysis.noise.protocol_hash` with the
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -151,3 +152,54 @@ def lengths_text(values: list[int]) -> str:
             parts.extend(str(v) for v in values[i : j + 1])
         i = j + 1
     return "[" + ", ".join(parts) + "]"
+
+
+WHY = (("local_mass", "local"), ("attn_entropy", "entropy"), ("sink_mass", "sink"), ("position_probe", "probe R²"),
+       ("logit_range_ratio", "logits"))  # fmt: skip
+"""The diagnostics of :func:`why_lines`, each with its short name (docs/diagnostics.md)."""
+
+
+def _moved(name: str, start: float, end: float) -> float:
+    """How far a diagnostic moved, in units of its scale, so that different diagnostics compare: a share or a
+    normalised entropy on [0, 1] by its change; the probe's R² by its change clipped to [-1, 1], over 2; the logit
+    range's ratio by |log2| over 2 (4x the training length's range moves as far as a share from 0 to 1)."""
+    if name == "position_probe":
+        return abs(max(-1.0, min(1.0, end)) - max(-1.0, min(1.0, start))) / 2
+    if name == "logit_range_ratio":
+        return abs(math.log2(end / start)) / 2 if start > 0 and end > 0 else 0.0
+    return abs(end - start)
+
+
+def why_lines(records: Iterable[ResultRecord]) -> list[str]:
+    """Per (task, training length, sweep point), one line per encoding: each stored diagnostic (issue 89) from the
+    training length to the longest evaluated length (the mean over seeds), the one that moved most (:func:`_moved`)
+    first and marked ``*``; nothing when no result stores them (``--no-diagnostics``)."""
+    values: dict[tuple[str, int, str], dict[str, dict[str, dict[int, list[float]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
+    for r in records:
+        for name, _ in WHY:
+            value = (r.metrics or {}).get(name) if r.status == ResultStatus.OK else None
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                values[(r.task, r.train_length, r.point)][r.encoding][name][r.eval_length].append(float(value))
+    lines: list[str] = []
+    for (task, train_length, point), per_encoding in sorted(values.items()):
+        longest = max(n for enc in per_encoding.values() for d in enc.values() for n in d)
+        if longest <= train_length:
+            continue
+        at = f", at {point}" if point else ""
+        lines.append(f"why ({task}{at}): the diagnostics from the training length {train_length} to {longest}, the one "
+                     "that moved most first (*; docs/diagnostics.md)")  # fmt: skip
+        width = max(map(len, per_encoding))
+        for enc, found in sorted(per_encoding.items()):
+            moves = []
+            for name, short in WHY:
+                ends = found.get(name, {})
+                if train_length in ends and longest in ends:
+                    a, b = (sum(ends[n]) / len(ends[n]) for n in (train_length, longest))
+                    text = f"{short} x{b:.2f}" if name == "logit_range_ratio" else f"{short} {a:.2f}->{b:.2f}"
+                    moves.append((_moved(name, a, b), text))
+            moves.sort(key=lambda m: -m[0])
+            if moves:
+                lines.append(f"  {enc:<{width}}  " + "  ".join(t + ("*" if i == 0 else "") for i, (_, t)
+                                                               in enumerate(moves)))  # fmt: skip
+    return lines

@@ -34,7 +34,7 @@ from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.provenance import run_info
 from pebench.store.schema import utcnow
 from pebench.suite.state import GIVEN_FLAGS, ONE_RATE_BECAUSE, SuiteState
-from pebench.suite.summary import case_score, lite_lines, score_tables
+from pebench.suite.summary import WHY, case_score, lite_lines, score_tables, why_lines
 
 RESULT_PROPERTY = "pebench_result"
 """``record_property`` name of a case's :class:`ResultRecord` (JSON)."""
@@ -72,6 +72,9 @@ def given_settings(config: pytest.Config) -> list[str]:
     return sorted(d for d in dests("setting") if d in given
                   and not (isinstance(FLAGS[d].options.get("default"), str)
                            and config.getoption(d) == FLAGS[d].options.get("default")))  # fmt: skip
+
+
+WHY_NAMES = frozenset(name for name, _ in WHY)
 
 
 class Heartbeat:
@@ -147,7 +150,9 @@ class ResultWriter:
             self.validation[(record.case_id, record.seed)] = lr.final_val(record.curve)
         if record.metrics.get("lr_halving"):
             self.halving[(record.case_id, record.seed)] = record.metrics["lr_halving"]
-        record.metrics, record.curve = {}, []  # the summary needs the scores only
+        # the summary needs the scores and the diagnostics' means only (why_lines)
+        record.metrics = {k: v for k, v in record.metrics.items() if k in WHY_NAMES}
+        record.curve = []
         self.records.append(record)
 
     def unwritten(self, report: pytest.TestReport, record: ResultRecord, err: Exception) -> None:
@@ -220,6 +225,8 @@ class ResultWriter:
             terminalreporter.write_line(line)
         terminalreporter.write_line("(ID lengths | OOD lengths; * best of its column beyond the seed noise, unmarked "
                                     "when within it)")
+        for line in why_lines(records):
+            terminalreporter.write_line(line)
         terminalreporter.write_line(protocol_line(config))
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {safe_url(self.url)}")
         if self.report_line:

@@ -33,3 +33,15 @@ def test_every_result_stores_the_diagnostics_and_they_change_no_score(run_suite,
     alibi = with_[with_["encoding"] == "alibi"].set_index("eval_length")["metrics"]
     # ALiBi's bias grows with the distance: its logit range at 4x is about 4 times the training length's
     assert 3 < alibi[256]["logit_range_ratio"] < 5
+
+
+def test_the_terminal_says_per_encoding_which_diagnostic_moved_most(run_suite, tmp_path):
+    res = run_suite("--encoding", "alibi", *TINY_RUN, "--db", f"sqlite:///{tmp_path / 'r.db'}")
+    assert res.returncode == 0, res.output
+    lines = res.output.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("why (k_back)"))
+    assert "from the training length 64 to 256" in lines[head]
+    # ALiBi's logit range grows with the distance: about 4x at 4x the training length, the largest move
+    assert lines[head + 1].split()[:2] == ["alibi", "logits"] and lines[head + 1].split()[2].endswith("*")
+    off = run_suite("--encoding", "alibi", *TINY_RUN, "--db", f"sqlite:///{tmp_path / 'o.db'}", "--no-diagnostics")
+    assert "why (" not in off.output
