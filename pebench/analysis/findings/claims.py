@@ -21,9 +21,13 @@ from dataclasses import dataclass, field, replace
 
 from pebench import metrics
 
-METRICS = (*metrics.available(), "normalised")
+DIAGNOSTICS = ("attn_entropy", "local_mass", "sink_mass", "position_probe", "logit_range", "logit_range_ratio")
+"""The mechanism diagnostics a result stores in its metrics (:data:`pebench.engine.diagnostics.DIAGNOSTICS`,
+docs/diagnostics.md), which a term may read as its metric."""
+METRICS = (*metrics.available(), "normalised", *DIAGNOSTICS)
 """What a term measures: a registered task metric (:mod:`pebench.metrics`) in its own units (a fraction for accuracy
-and exact match), or the normalised score (:meth:`pebench.metrics.Metric.normalise`: 0 = chance, 1 = perfect)."""
+and exact match), the normalised score (:meth:`pebench.metrics.Metric.normalise`: 0 = chance, 1 = perfect), or one
+of the :data:`DIAGNOSTICS`."""
 
 OPS = (">=", "<=", ">", "<", "~=")
 QUICK_MULTIPLES = (1.0, 2.0, 4.0)
@@ -52,6 +56,9 @@ class Term:
     multiples: tuple[float, ...]
     group: str = ""
     """A name for ``tasks`` shown instead of the list (``Chomsky tasks``)."""
+    point: str = ""
+    """The sweep point of the results read (``ext2x``: the models continued at twice the training length,
+    :mod:`pebench.engine.extension`); "" the from-scratch protocol's."""
     factor: float = 1.0
     offset: float = 0.0
 
@@ -108,6 +115,7 @@ class Term:
         tasks = self.group or (self.tasks[0] if len(self.tasks) == 1 else "{" + ", ".join(self.tasks) + "}")
         at = ",".join(multiple_text(m, unicode) for m in self.multiples)
         mean = "mean " if len(self.tasks) > 1 or len(self.multiples) > 1 else ""
+        at = f"{at} {self.point}" if self.point else at
         core = f"{mean}{self.metric}({self.encoding}, {tasks} @ {at})"
         if self.factor != 1.0:
             core = f"{self.factor:g} {'×' if unicode else '*'} {core}"
@@ -174,27 +182,36 @@ def approx(left: Term, right: Term, within: float, relative: bool = False) -> Ch
     return Check(left, "~=", right, within=within, relative=relative)
 
 
-def _term(metric: str, encoding: str, tasks: str | Sequence[str], at: Sequence[float], group: str) -> Term:
+def _term(metric: str, encoding: str, tasks: str | Sequence[str], at: Sequence[float], group: str, point: str = ""
+          ) -> Term:  # fmt: skip
     names = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-    return Term(metric, encoding, names, tuple(float(m) for m in at), group)
+    return Term(metric, encoding, names, tuple(float(m) for m in at), group, point)
 
 
-def accuracy(encoding: str, tasks: str | Sequence[str], *at: float, group: str = "") -> Term:
+def accuracy(encoding: str, tasks: str | Sequence[str], *at: float, group: str = "", point: str = "") -> Term:
     """Accuracy (a fraction) of ``encoding`` on ``tasks`` at multiples ``at`` of the training length."""
-    return _term("accuracy", encoding, tasks, at, group)
+    return _term("accuracy", encoding, tasks, at, group, point)
 
 
-def exact_match(encoding: str, tasks: str | Sequence[str], *at: float, group: str = "") -> Term:
-    return _term("exact_match", encoding, tasks, at, group)
+def exact_match(encoding: str, tasks: str | Sequence[str], *at: float, group: str = "", point: str = "") -> Term:
+    return _term("exact_match", encoding, tasks, at, group, point)
 
 
-def perplexity(encoding: str, tasks: str | Sequence[str], *at: float, group: str = "") -> Term:
-    return _term("perplexity", encoding, tasks, at, group)
+def perplexity(encoding: str, tasks: str | Sequence[str], *at: float, group: str = "", point: str = "") -> Term:
+    return _term("perplexity", encoding, tasks, at, group, point)
 
 
-def normalised(encoding: str, tasks: str | Sequence[str], *at: float, group: str = "") -> Term:
+def normalised(encoding: str, tasks: str | Sequence[str], *at: float, group: str = "", point: str = "") -> Term:
     """The normalised score (0 = chance, 1 = perfect) of any metric."""
-    return _term("normalised", encoding, tasks, at, group)
+    return _term("normalised", encoding, tasks, at, group, point)
+
+
+def diagnostic(name: str, encoding: str, tasks: str | Sequence[str], *at: float, group: str = "", point: str = ""
+               ) -> Term:  # fmt: skip
+    """One of the :data:`DIAGNOSTICS` of ``encoding``'s results (docs/diagnostics.md)."""
+    if name not in DIAGNOSTICS:
+        raise ValueError(f"diagnostic {name!r}; valid: {', '.join(DIAGNOSTICS)}")
+    return _term(name, encoding, tasks, at, group, point)
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -235,8 +252,18 @@ class Finding:
         return list(dict.fromkeys(out))
 
     def command(self) -> str:
-        """The command that runs every case of this finding in one run (`pebench run`, installed or not)."""
-        cmd = f"pebench run --encoding {','.join(self.encodings())} --task {','.join(self.tasks())}"
-        if any(m not in QUICK_MULTIPLES for _, _, m in self.cases()):
-            cmd += " --tier full"
-        return cmd
+        """The command that runs every case of this finding (`pebench run`, installed or not): one per protocol
+        (``--extend F`` for the points ``ext{F}x``, ``--extend F --pose`` for ``pose{F}x``), joined by ``&&``."""
+        points = _unique([t.point for t in self.terms()])
+        out = []
+        for point in points:
+            terms = [t for t in self.terms() if t.point == point]
+            cmd = f"pebench run --encoding {','.join(_unique([t.encoding for t in terms]))} --task " \
+                f"{','.join(_unique([task for t in terms for task in t.tasks]))}"  # fmt: skip
+            if point:
+                kind, factor = (point[:3], point[3:-1]) if point.startswith("ext") else (point[:4], point[4:-1])
+                cmd += f" --extend {factor}" + (" --pose" if kind == "pose" else "")
+            elif any(m not in QUICK_MULTIPLES for t in terms for _, m in t.cells()):
+                cmd += " --tier full"
+            out.append(cmd)
+        return " && ".join(out)

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from pebench import metrics
-from pebench.analysis.findings.claims import Check, Finding, Term
+from pebench.analysis.findings.claims import DIAGNOSTICS, Check, Finding, Term
 from pebench.analysis.scoring import finite, normalised
 from pebench.analysis.stats import Estimate, estimate
 from pebench.case import Case, model_of_id
@@ -100,12 +100,22 @@ class Cases:
         self.train_length: dict[str, int] = {}
         for (task, length), _ in sorted(counts.items(), key=lambda kv: (kv[1], kv[0][1])):
             self.train_length[task] = length  # the most results win; ties: the longer training length
-        self.rows: dict[tuple[str, str, int], dict[int, dict[str, Any]]] = {}
+        self.rows: dict[tuple[str, str, int, str], dict[int, dict[str, Any]]] = {}
         for r in rows:
             task = str(r["task"])
             if int(r["train_length"]) == self.train_length[task]:
-                key = (str(r["encoding"]), task, int(r["eval_length"]))
+                key = (str(r["encoding"]), task, int(r["eval_length"]), protocol_point(r))
                 self.rows.setdefault(key, {})[int(r["seed"])] = r
+
+
+def protocol_point(row: Mapping[str, Any]) -> str:
+    """A result's protocol point: its extension axis (``ext2x``, ``pose2x``: :data:`pebench.engine.extension.AXES`),
+    or "" (the from-scratch protocol, whatever other sweep point, such as a learning rate, it has)."""
+    axes = row.get("axes")
+    if isinstance(axes, list):
+        return next((f"{n}{v}" for n, v in axes if n in ("ext", "pose")), "")
+    text = str(row.get("point") or "")
+    return next((part for part in text.split("-") if part.startswith(("ext", "pose")) and part.endswith("x")), "")
 
 
 def _vocab(row: Mapping[str, Any]) -> Any:
@@ -117,6 +127,11 @@ def _value(row: Mapping[str, Any], term: Term) -> tuple[float | None, str]:
     """A result's value for ``term`` and, when it has none, why."""
     metric = metrics.of_result(row.get("metric"), row.get("higher_is_better", True))
     status = str(row.get("status"))
+    if term.metric in DIAGNOSTICS:
+        if status != ResultStatus.OK:
+            return None, status
+        value = (row.get("metrics") or {}).get(term.metric) if isinstance(row.get("metrics"), Mapping) else None
+        return (float(value), "") if finite(value) else (None, "no diagnostics")
     if term.metric == "normalised":
         v = normalised(row.get("score"), metric, row.get("chance_level"), status, _vocab(row))
         return v, "" if v is not None else status if status != ResultStatus.OK else "no score"
@@ -140,8 +155,8 @@ def evaluate_term(term: Term, cases: Cases) -> TermValue:
                 out.missing.append((f"task {task}", "not in the run"))
             continue
         length = int(round(m * tl))
-        case = Case(term.encoding, task, length).id
-        per_seed = cases.rows.get((term.encoding, task, length))
+        case = Case(term.encoding, task, length).id + (f"-{term.point}" if term.point else "")
+        per_seed = cases.rows.get((term.encoding, task, length, term.point))
         if not per_seed:
             out.missing.append((case, "not in the run"))
             continue

@@ -20,6 +20,7 @@ from pebench.analysis.findings.evaluate import (
     TermValue,
     fmt,
     missing_text,
+    protocol_point,
 )
 from pebench.analysis.findings.evaluate import evaluate_all as _evaluate_all
 from pebench.analysis.findings.published import FINDINGS
@@ -104,6 +105,10 @@ def run_findings(db_url: str, run: int | str | None = "latest", point: str | Non
             return FindingsReport(db_url, choice, runs, evaluate_all(lr.at_chosen_rates(db_url, df)))
         except PebenchError as err:
             raise FindingsError(str(err)) from None
+    if point is None and not df.empty:  # the extension's points are protocols of their own, never ranked as points
+        extended = df.apply(lambda r: bool(protocol_point(r)), axis=1).astype(bool)
+        return FindingsReport(db_url, choice, runs,
+                              evaluate_all(pd.concat([one_point(df[~extended], None), df[extended]])))  # fmt: skip
     return FindingsReport(db_url, choice, runs, evaluate_all(one_point(df, point)))
 
 

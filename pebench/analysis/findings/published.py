@@ -11,6 +11,7 @@ within ``pebench compare``'s perplexity tolerance (5% relative), and "at chance"
 from __future__ import annotations
 
 from pebench.analysis.findings.claims import Finding, accuracy, approx, exact_match, normalised, perplexity
+from pebench.analysis.findings.protocols import EXTENSION_FINDINGS, MECHANISM_FINDINGS
 from pebench.analysis.scoring import PARTLY
 from pebench.metrics import Tolerances
 from pebench.registry import Registry
@@ -137,5 +138,6 @@ DELETANG = Finding(
 )
 
 FINDINGS: Registry[Finding] = Registry("finding")
-for _finding in (SEED_002, SEED_000, PRESS, KAZEMNEJAD_COPY, KAZEMNEJAD_REVERSE, RUOSS, DELETANG):
+for _finding in (SEED_002, SEED_000, PRESS, KAZEMNEJAD_COPY, KAZEMNEJAD_REVERSE, RUOSS, DELETANG, *EXTENSION_FINDINGS,
+                 *MECHANISM_FINDINGS):
     FINDINGS.register(_finding)
