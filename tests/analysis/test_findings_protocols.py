@@ -32,7 +32,8 @@ def test_an_extension_claim_reads_its_point_and_not_the_from_scratch_results():
     scratch = track("pi", 0.1, point="") + track("rope", 0.9, point="")
     res = evaluate(PI, frame(scratch + track("pi", 0.8) + track("rope", 0.6)))
     assert res.verdict == HOLDS
-    assert res.checks[0].left.per_seed == {0: pytest.approx(0.8)} and res.checks[0].right.per_seed == {0: pytest.approx(0.6)}
+    left, right = res.checks[0].left.per_seed, res.checks[0].right.per_seed
+    assert left == {0: pytest.approx(0.8)} and right == {0: pytest.approx(0.6)}
     assert evaluate(PI, frame(scratch + track("pi", 0.5) + track("rope", 0.6))).verdict == FAILS
     missing = evaluate(PI, frame(scratch + track("rope", 0.6)))
     assert missing.verdict == NOT_RUN and ("pi-k_back-L128-ext2x", "not in the run") in missing.missing

@@ -35,9 +35,9 @@ PI = Finding(
     paper="Chen et al. 2023, Extending Context Window of Large Language Models via Positional Interpolation, "
     "arXiv:2306.15595, Sec. 3.2 and Table 4 (direct fine-tuning reached an effective window of 2,560 of 8,192 "
     "after 10,000 steps; PI extended within 1,000)",
-    claim="PI fine-tuned LLaMA models to 8x their window in 1,000 steps where direct fine-tuning (RoPE unchanged at the "
-    "longer length) extended slowly. Tested on the extension track (--extend 2: both continue the same RoPE model with "
-    "the same fine-tune): PI's mean normalised score at 2x the training length strictly above RoPE's direct "
+    claim="PI fine-tuned LLaMA models to 8x their window in 1,000 steps where direct fine-tuning (RoPE unchanged at "
+    "the longer length) extended slowly. Tested on the extension track (--extend 2: both continue the same RoPE model "
+    "with the same fine-tune): PI's mean normalised score at 2x the training length strictly above RoPE's direct "
     "fine-tune's.",
     checks=(_ext("pi", 2) > _ext("rope", 2),),
 )
