@@ -17,8 +17,8 @@ same distribution per sequence). The model has no other positional encoding (NoP
 pairs Abacus with FIRE, not done here), so the order of non-digit tokens comes only from the causal mask.
 
 Scaling. The table is added to the token embeddings as they are: the model's √d_model scaling of token embeddings
-(:class:`pebench.models.ModelConfig`) follows only :meth:`~pebench.encodings.base.PositionalEncoding.embed`, and
-this encoding adds its vector through :meth:`~pebench.encodings.base.PositionalEncoding.embed_annotations`. As in
+(:class:`pebench.models.ModelConfig`) never follows the vector of an encoding with ``needs``, which this one adds
+through :meth:`~pebench.encodings.base.PositionalEncoding.embed` with the task's annotations. As in
 the paper's GPT-style models, a learned table of the token embeddings' own initial size is summed with them.
 The reference's ``nn.Embedding`` keeps PyTorch's N(0, 1) initialisation; here the table starts at N(0, 0.02²) (option
 ``init_std``) like the token embeddings, so neither swamps the other at the start.
@@ -83,7 +83,10 @@ class Abacus(PositionalEncoding):
         k = offset_per_sequence(torch.full_like(digit_index[:, 0], self.max_offset), generator)
         return digit_index + k * (digit_index > 0)
 
-    def embed_annotations(self, annotations: Mapping[str, Tensor], generator: torch.Generator | None) -> Tensor:
+    def embed(self, positions: Tensor, annotations: Mapping[str, Tensor] | None = None,
+              generator: torch.Generator | None = None) -> Tensor | None:  # fmt: skip
+        if annotations is None:  # the model always passes them (needs); the positions alone give nothing
+            return None
         idx = self.indices(annotations[DIGIT_INDEX], generator)
         rows = self.table.num_embeddings
         checkable = idx.device.type == "cpu" or not self.training  # never a host sync in a GPU training step

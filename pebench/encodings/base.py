@@ -1,45 +1,48 @@
-"""The hook points through which any positional encoding plugs into the model.
+"""The roles through which any positional encoding plugs into the model.
 
-The model calls these hooks and never looks at an encoding's name (how each is used, and how they combine:
-docs/extending.md, "Adding an encoding"):
+:class:`PositionalEncoding` has ten hooks; the model calls them and never looks at an encoding's name (how each is
+used, and how they combine: docs/extending.md, "Adding an encoding"). A variant of a role is a keyword of its hook,
+passed only to a class whose override names it (:data:`DERIVED_CAPABILITIES`), so an override of the plain signature
+keeps working:
 
-* :meth:`PositionalEncoding.embed` -- a vector added to the token embeddings (absolute encodings);
-* :meth:`PositionalEncoding.embed_annotations` -- a vector added to the token embeddings from the task's per-token
-  annotations, for encodings whose :attr:`~PositionalEncoding.needs` names them (Abacus, position coupling);
-* :meth:`PositionalEncoding.transform_qk` -- a transform of queries and keys given positions (rotary family); it may
-  change their width (report it in :attr:`PositionalEncoding.qk_dim`);
-* :meth:`PositionalEncoding.transform_qk_from_hidden` -- a transform of q and k from the hidden states entering the
-  layer's attention, with :attr:`~PositionalEncoding.qk_from_hidden` (CARoPE's token-conditioned phases);
-* :meth:`PositionalEncoding.attn_bias` -- an additive bias on the attention scores, per head, from positions and,
-  for content-dependent encodings, the (transformed) queries and keys;
-* :meth:`PositionalEncoding.attn_bias_from_hidden` -- a bias from the hidden states entering the layer's attention,
-  with :attr:`~PositionalEncoding.reads_hidden` (FoX's forget gates); added to :meth:`~PositionalEncoding.attn_bias`'s;
-* :meth:`PositionalEncoding.key_bias_from_hidden` -- optional beside it: the same bias as a per-key ``(B, H, T)``
-  vector when it differs from one only by a constant per query row (FoX's ``c_i - c_j``);
-* :meth:`PositionalEncoding.attention_scores` -- the unscaled scores in place of q·kᵀ, from q, k and the hidden
-  states, with :attr:`~PositionalEncoding.custom_scores` (PaTH's Householder products between key and query);
-* :meth:`PositionalEncoding.attention_weights` -- the attention weights from the (biased, causally masked) scores,
-  replacing softmax, with :attr:`~PositionalEncoding.custom_attention_weights` (stick-breaking attention);
-* :meth:`PositionalEncoding.init_state`, :meth:`~PositionalEncoding.transform_qk_with_state`,
-  :meth:`~PositionalEncoding.state_values`, :meth:`~PositionalEncoding.update_state` -- a state carried from layer
-  to layer of one forward pass, with :attr:`~PositionalEncoding.carries_state` (TAPE's position features);
-* :meth:`PositionalEncoding.on_step`, :meth:`~PositionalEncoding.configure_eval` -- the training step (schedules),
+* :meth:`~PositionalEncoding.embed` -- a vector added to the token embeddings (absolute encodings); with
+  ``annotations=`` and ``generator=`` for an encoding whose :attr:`~PositionalEncoding.needs` names task annotations
+  (Abacus, position coupling), whose vector is never scaled by ``scale_embeddings``;
+* :meth:`~PositionalEncoding.transform_qk` -- a transform of queries and keys (rotary family; a new width is reported
+  in :attr:`~PositionalEncoding.qk_dim`); with ``hidden=``, the hidden states entering the layer's attention
+  (CARoPE's token-conditioned phases), with ``state=``, the state carried from the previous layer (TAPE's features);
+* :meth:`~PositionalEncoding.attn_bias` -- an additive bias on the scaled attention scores, per head, from positions
+  and, for content-dependent encodings, the (transformed) queries and keys; with ``rows=`` (a :class:`RowBlock`), that
+  bias for a block of query rows from their scaled scores (CoPE); with ``hidden=``, the bias from the hidden states
+  (FoX's forget gates, CABLE), and with ``per_key=True`` beside it, that bias as a per-key vector (FoX's ``-c_j``);
+* :meth:`~PositionalEncoding.init_state`, :meth:`~PositionalEncoding.state_values`,
+  :meth:`~PositionalEncoding.update_state` -- a state carried from layer to layer of one forward pass
+  (:attr:`~PositionalEncoding.carries_state`, TAPE's position features; :mod:`pebench.models.state`);
+* :meth:`~PositionalEncoding.on_step`, :meth:`~PositionalEncoding.configure_eval` -- the training step (schedules),
   the training and evaluation lengths before an evaluation;
-* :meth:`PositionalEncoding.train_positions`, :meth:`~PositionalEncoding.eval_positions` -- the positions of a
-  training batch and of an evaluation batch (drawn from the evaluation's own seeded generator).
+* :meth:`~PositionalEncoding.positions` -- the positions of a training or an evaluation batch (random positions);
+* :meth:`~PositionalEncoding.extra_config` -- what identifies the configuration beyond the options.
 
-q and k are built in one place for every attention path (SDPA, dense, blocked, by rows, packed seeds, the inspected
-maps), in this order: :meth:`~PositionalEncoding.transform_qk_with_state`, :meth:`~PositionalEncoding.transform_qk`,
-:meth:`~PositionalEncoding.transform_qk_from_hidden`; the scores are q·kᵀ or
-:meth:`~PositionalEncoding.attention_scores` of those, times :attr:`~PositionalEncoding.attn_scale`, plus the biases,
-then softmax or :meth:`~PositionalEncoding.attention_weights`, whose weights also mix a state's
-:meth:`~PositionalEncoding.state_values`, appended to v (:mod:`pebench.models.state`). Capabilities and defaults are
-class attributes, never name lists, each documented where :class:`PositionalEncoding` declares it; those that only say
-a hook is implemented are derived from the hook the class overrides, never declared (:data:`DERIVED_CAPABILITIES`).
-A bias that depends only on the positions can be kept between calls with :class:`PositionMemo`.
-A :class:`Wrapper` forwards every hook to the encoding it wraps (``self.inner``) and overrides only what it changes; any
-position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions, DroPE), see
-:func:`pebench.encodings.registry.wrappable`.
+Scores other than q·kᵀ (PaTH) or weights other than softmax (stick-breaking) are no hook: the encoding names an
+attention kernel of its own (:attr:`~PositionalEncoding.kernel`, :mod:`pebench.models.kernels`), which composes them
+with the biases through :func:`pebench.models.kernels.blocked`.
+
+The order of operations, on every attention path (SDPA, dense, blocked, by rows, packed seeds, the inspected maps):
+
+    q, k = transform_qk(q, k, positions, layer[, state=s][, hidden=x])    (state, then positions, then hidden states)
+    mask = (attn_bias(q, k, positions, layer) + causal) [+ attn_bias(q, k, positions, layer, hidden=x)]
+    out  = softmax(q·kᵀ · attn_scale + mask) · [v | state_values(s, layer)]    (a kernel's own scores or weights)
+
+The bias comes from (at most) two calls, added in that order: without ``hidden``, the part from positions and q, k
+(by blocks of rows with ``rows=``); with ``hidden=x``, only for a class whose override names ``hidden``, the part from
+the hidden states (by rows from ``per_key=True``'s vector when there is one). Capabilities and defaults are class
+attributes, never name lists, each documented where :class:`PositionalEncoding` declares it; those that only say a
+role is implemented are derived from the class's override, never declared (:data:`DERIVED_CAPABILITIES`); a class
+defining a hook of the former contract is refused when it is defined (:data:`RETIRED_HOOKS`). A bias that depends
+only on the positions can be kept between calls with :class:`PositionMemo`. A :class:`Wrapper` forwards every hook,
+with its keywords, to the encoding it wraps (``self.inner``), whose derived capabilities it has, and overrides only
+what it changes; any position-indexed encoding that is not itself a wrapper can be wrapped (randomized positions,
+DroPE), see :func:`pebench.encodings.registry.wrappable`.
 
 Each encoding names its :attr:`PositionalEncoding.family`, one of :data:`FAMILIES`, for people and plots only (the
 report draws one small chart per family); the model never reads it:
@@ -68,6 +71,8 @@ A bias is ``(H, T, T)`` when positions are shared, so it is never materialised p
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -105,17 +110,43 @@ class EncodingContext:
         return self.d_model // self.n_heads
 
 
-DERIVED_CAPABILITIES: dict[str, str] = {
-    "bias_by_rows": "attn_bias_rows",
-    "reads_hidden": "attn_bias_from_hidden",
-    "custom_attention_weights": "attention_weights",
-    "qk_from_hidden": "transform_qk_from_hidden",
-    "custom_scores": "attention_scores",
-    "carries_state": "init_state",
+@dataclass(frozen=True, eq=False)
+class RowBlock:
+    """A block of query rows ``start .. start + R - 1`` against keys ``0 .. S - 1`` (``S >= start + R``), as
+    :meth:`PositionalEncoding.attn_bias` receives it with ``rows=``: ``scores`` ``(B, H, R, S)`` are those rows'
+    scaled scores ``q·kᵀ·attn_scale``."""
+
+    start: int
+    scores: Tensor
+
+
+DERIVED_CAPABILITIES: dict[str, tuple[str, str | None]] = {
+    "bias_by_rows": ("attn_bias", "rows"),
+    "reads_hidden": ("attn_bias", "hidden"),
+    "per_key_bias": ("attn_bias", "per_key"),
+    "qk_from_hidden": ("transform_qk", "hidden"),
+    "qk_with_state": ("transform_qk", "state"),
+    "carries_state": ("init_state", None),
 }
-"""Capability -> the hook whose override it is: each is read (on a class or an instance) as whether the class
-overrides that hook of :class:`PositionalEncoding` (:func:`overrides`), never declared; a class that assigns one is
-refused when it is defined. A :class:`Wrapper`'s are its inner encoding's (:data:`FORWARDED_CAPABILITIES`)."""
+"""Capability -> (hook, keyword): each is read (on a class or an instance) as whether the class overrides that hook of
+:class:`PositionalEncoding` with a signature naming the keyword (None: any override), never declared
+(:func:`derived`); the model passes a keyword only to a class with its capability. A class that assigns one is refused
+when it is defined. A :class:`Wrapper` instance's are its inner encoding's."""
+
+RETIRED_HOOKS: dict[str, str] = {
+    "embed_annotations": "embed(positions, annotations=None, generator=None), with needs",
+    "transform_qk_from_hidden": "transform_qk(q, k, positions, layer, *, hidden)",
+    "transform_qk_with_state": "transform_qk(q, k, positions, layer, *, state)",
+    "attn_bias_from_hidden": "attn_bias(q, k, positions, layer, *, hidden)",
+    "attn_bias_rows": "attn_bias(q, k, positions, layer, *, rows), rows a RowBlock(start, scores)",
+    "key_bias_from_hidden": "attn_bias(q, k, positions, layer, *, hidden, per_key)",
+    "attention_scores": "an attention kernel, kernel = NAME (pebench.models.kernels.blocked(call, raw=scores))",
+    "attention_weights": "an attention kernel, kernel = NAME (pebench.models.kernels.blocked(call, weights=fn))",
+    "train_positions": "positions(batch_size, length, generator, train)",
+    "eval_positions": "positions(batch_size, length, generator, train)",
+}
+"""Hook of the former contract -> the role (and keyword) that replaced it: a class defining one is a one-line
+``TypeError`` when it is defined."""
 
 
 def overrides(cls: type, hook: str) -> bool:
@@ -123,21 +154,36 @@ def overrides(cls: type, hook: str) -> bool:
     return getattr(cls, hook) is not getattr(PositionalEncoding, hook)
 
 
+@functools.cache
+def names(cls: type, hook: str, keyword: str | None) -> bool:
+    """Whether class ``cls`` overrides ``hook`` with a signature naming ``keyword`` (a parameter of that name, not
+    ``**kwargs``; None: any override); cached per class."""
+    if not overrides(cls, hook):
+        return False
+    param = None if keyword is None else inspect.signature(getattr(cls, hook)).parameters.get(keyword)
+    return keyword is None or param is not None and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
+
+
+def derived(cls: type, capability: str) -> bool:
+    """Capability ``capability`` of :data:`DERIVED_CAPABILITIES` on class ``cls`` (:func:`names`)."""
+    return names(cls, *DERIVED_CAPABILITIES[capability])
+
+
 class _Derived:
-    """A capability of :data:`DERIVED_CAPABILITIES`: read-only, on the class and on an instance alike, whether the
-    class overrides ``hook`` (the class's, not an instance's: hooks patched on an instance change nothing)."""
+    """A capability of :data:`DERIVED_CAPABILITIES`: read-only, on the class and on an instance alike, from the class's
+    override (the class's, not an instance's: hooks patched on an instance change nothing)."""
 
     def __init__(self, doc: str) -> None:
         self.__doc__ = doc
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.name, self.hook = name, DERIVED_CAPABILITIES[name]
+        self.name = name
 
     def __get__(self, obj: object, owner: type | None = None) -> bool:
-        return overrides(owner if owner is not None else type(obj), self.hook)
+        return derived(owner if owner is not None else type(obj), self.name)
 
     def __set__(self, obj: object, value: object) -> None:
-        raise AttributeError(f"{self.name} is derived from whether the class overrides {self.hook}; it cannot be set")
+        raise AttributeError(f"{self.name} is derived from the class's hooks (DERIVED_CAPABILITIES); it cannot be set")
 
 
 class PositionalEncoding(nn.Module):
@@ -171,47 +217,45 @@ class PositionalEncoding(nn.Module):
     kernel: ClassVar[str] = ""
     """The attention kernel that computes this encoding's attention, by name (:mod:`pebench.models.kernels`); empty:
     the one its capabilities call for (:attr:`attention_kernel`). An encoding that attends in a way no registered
-    kernel does registers its own (:func:`pebench.models.kernels.register_kernel`) in its own file and names it."""
+    kernel does (its own scores or weights) registers its own (:func:`pebench.models.kernels.register_kernel`) in its
+    own file and names it."""
     needs: ClassVar[frozenset[str]] = frozenset()
-    """Names of the task annotations (:data:`pebench.tasks.base.ANNOTATIONS`) that :meth:`embed_annotations` reads;
-    empty: none (the hook is never called). Runs only on tasks whose :attr:`pebench.tasks.base.Task.annotations`
-    include them all."""
+    """Names of the task annotations (:data:`pebench.tasks.base.ANNOTATIONS`) that :meth:`embed` reads; empty: none
+    (the model passes it none). Runs only on tasks whose :attr:`pebench.tasks.base.Task.annotations` include them
+    all."""
 
-    # -- capabilities derived from the hooks a class overrides (never declared: see :data:`DERIVED_CAPABILITIES`) --
-    bias_by_rows = _Derived("""Whether the class overrides :meth:`attn_bias_rows`: the bias of a
-    block of query rows can be computed on its own from those rows' scaled scores (a content-dependent bias whose rows
-    are independent, as CoPE's). The model then builds it block by block inside its blocked attention (on the CPU and
-    for packed seeds) and reuses the scores instead of computing q·k twice; elsewhere it still calls
-    :meth:`attn_bias`, which must give the same values.""")
-    reads_hidden = _Derived("""Whether the class overrides :meth:`attn_bias_from_hidden`:
-    the encoding adds a bias computed from the hidden states entering each layer's attention (content-dependent gates,
-    as FoX's forget gates).""")
-    custom_attention_weights = _Derived("""Whether the class overrides
-    :meth:`attention_weights`, which then replaces softmax (stick-breaking attention). The model then computes the
-    attention by blocks of query rows on every device (never through SDPA's softmax kernels).""")
-    qk_from_hidden = _Derived("""Whether the class overrides
-    :meth:`transform_qk_from_hidden`: q and k are transformed by a function of the hidden states entering each layer's
-    attention (CARoPE's phases summed over the tokens' own frequencies).""")
-    custom_scores = _Derived("""Whether the class overrides :meth:`attention_scores`, which then
-    replaces q·kᵀ (PaTH attention). The model then computes the attention by blocks of query rows on every device, from
-    those scores (never through SDPA).""")
-    carries_state = _Derived("""Whether the class overrides :meth:`init_state`: a state carried from
-    layer to layer (TAPE's features), with :meth:`update_state` (and :meth:`transform_qk_with_state`,
-    :meth:`state_values` when used; the conformance kit checks they go together).""")
+    # -- capabilities derived from the class's overrides (never declared: see :data:`DERIVED_CAPABILITIES`) --------
+    bias_by_rows = _Derived("""Whether the class's :meth:`attn_bias` names ``rows``: the bias of a block of query rows
+    comes from those rows' scaled scores (CoPE's), so the model builds it block by block inside its blocked attention
+    (CPU, packed seeds) from the scores it computes anyway; elsewhere the whole bias, which must give the same.""")
+    reads_hidden = _Derived("""Whether the class's :meth:`attn_bias` names ``hidden``: the encoding adds a bias
+    computed from the hidden states entering each layer's attention (content-dependent gates, as FoX's).""")
+    per_key_bias = _Derived("""Whether the class's :meth:`attn_bias` names ``per_key``: its bias from the hidden states
+    also comes as a per-key vector (FoX's, CABLE's).""")
+    qk_from_hidden = _Derived("""Whether the class's :meth:`transform_qk` names ``hidden``: q and k are transformed by
+    a function of the hidden states entering each layer's attention (CARoPE's phases).""")
+    qk_with_state = _Derived("""Whether the class's :meth:`transform_qk` names ``state``: q and k are transformed with
+    the state entering the layer (TAPE's features), with :attr:`carries_state`.""")
+    carries_state = _Derived("""Whether the class overrides :meth:`init_state`: a state carried from layer to layer
+    (TAPE's features), with :meth:`update_state` (and :meth:`transform_qk`'s ``state``, :meth:`state_values` when
+    used; the conformance kit checks they go together).""")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for name, hook in DERIVED_CAPABILITIES.items():
+        for name, (hook, keyword) in DERIVED_CAPABILITIES.items():
             if name in vars(cls):
                 raise TypeError(f"encoding class {cls.__qualname__} declares {name}: that capability is now derived "
-                                f"from the hook it overrides ({hook}); remove the declaration")
+                                f"from its {hook}{f' naming {keyword}' if keyword else ''}; remove the declaration")
+        for old, new in RETIRED_HOOKS.items():
+            if old in vars(cls):
+                raise TypeError(f"encoding class {cls.__qualname__} defines {old}, a hook of the former contract; "
+                                f"implement instead: {new} (docs/extending.md)")  # fmt: skip
 
     def __init__(self, ctx: EncodingContext, **options: Any) -> None:
         super().__init__()
         self.ctx = ctx
         self.opts: dict[str, Any] = resolve(f"encoding {self.name}", self.options, options)
 
-    # -- hooks -------------------------------------------------------------------------------------------------
     @property
     def qk_dim(self) -> int:
         """Width of q and k after :meth:`transform_qk` (the value width stays ``head_dim``)."""
@@ -225,99 +269,59 @@ class PositionalEncoding(nn.Module):
     @property
     def attention_kernel(self) -> str:
         """The kernel the model runs (:mod:`pebench.models.kernels`): :attr:`kernel` when named, else ``rows`` for a
-        bias by rows or from the hidden states, ``custom`` for custom scores or weights, ``fused`` otherwise."""
+        bias by rows or from the hidden states, ``fused`` otherwise."""
         if self.kernel:
             return self.kernel
-        if self.bias_by_rows or self.reads_hidden:
-            return "rows"
-        return "custom" if self.custom_scores or self.custom_attention_weights else "fused"
+        return "rows" if self.bias_by_rows or self.reads_hidden else "fused"
 
-    def embed(self, positions: Tensor) -> Tensor | None:
-        """Vector added to token embeddings: ``(T, d_model)`` or ``(B, T, d_model)``; None for no addition."""
+    # -- the hooks ---------------------------------------------------------------------------------------------
+    def embed(self, positions: Tensor, annotations: Mapping[str, Tensor] | None = None,
+              generator: torch.Generator | None = None) -> Tensor | None:  # fmt: skip
+        """Vector added to the token embeddings: ``(T, d_model)`` or ``(B, T, d_model)``; None for no addition.
+
+        Only for an encoding with :attr:`needs` the model passes ``annotations``, name -> ``(B, T)`` int64 (every name
+        of :attr:`needs` is there), and ``generator``, the trainer's positions generator in training, for random
+        training offsets, None at evaluation (no randomness); it then adds the returned ``(B, T, d_model)`` vector
+        without ever scaling the tokens by ``scale_embeddings`` (:class:`pebench.models.ModelConfig`), which it does
+        before adding any other encoding's vector."""
         return None
 
-    def embed_annotations(self, annotations: Mapping[str, Tensor], generator: torch.Generator | None
-                          ) -> Tensor | None:  # fmt: skip
-        """Only for encodings with :attr:`needs`: a vector ``(B, T, d_model)`` added to the token embeddings (as
-        :meth:`embed`'s) from the task's annotations, name -> ``(B, T)`` int64 (every name of :attr:`needs` is there).
-        ``generator``: the trainer's positions generator in training, for random training offsets; None at evaluation
-        (no randomness). None for no addition."""
-        return None
-
-    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        """Return transformed (q, k) of shape ``(B, H, T, qk_dim)``."""
+    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, *, hidden: Tensor | None = None,
+                     state: Tensor | None = None) -> tuple[Tensor, Tensor]:  # fmt: skip
+        """Return transformed (q, k) of shape ``(B, H, T, qk_dim)``. Only to a class whose override names them the
+        model passes ``hidden`` ``(B, T, d_model)``, the hidden states entering layer ``layer``'s attention (after its
+        norm, the input of its q, k, v projections; position t may read them only at positions <= t), and ``state``,
+        the state entering the layer (:attr:`carries_state`). An override reading several applies the state's
+        transform first, then the positions', then the hidden states'."""
         return q, k
 
-    def transform_qk_from_hidden(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int
-                                 ) -> tuple[Tensor, Tensor]:  # fmt: skip
-        """Only for encodings with :attr:`qk_from_hidden`: ``(q, k)`` ``(B, H, T, qk_dim)``, after the state's transform
-        and :meth:`transform_qk`, transformed with ``x`` ``(B, T, d_model)``, the hidden states entering layer
-        ``layer``'s attention (after its norm, the input of its q, k, v projections). Returns the same shapes; position
-        t may read ``x`` only at positions <= t (causality)."""
-        return q, k
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, *, hidden: Tensor | None = None,
+                  rows: RowBlock | None = None, per_key: bool = False) -> Tensor | None:  # fmt: skip
+        """Additive bias on the scaled scores, ``(H, T, T)`` or ``(B, H, T, T)`` (or broadcastable to it); None for no
+        bias. Entries of keys after a query are masked by the model whatever they hold. Keywords, each passed only to a
+        class whose override names it (the module docstring says in which calls):
 
-    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        """Additive bias on the scaled scores, ``(H, T, T)`` or ``(B, H, T, T)``; None for no bias."""
+        * ``rows``: the bias of query rows ``rows.start .. rows.start + R - 1`` only (``q`` ``(B, H, R, qk_dim)`` their
+          queries, ``k`` ``(B, H, S, qk_dim)`` the keys, ``rows.scores`` their scaled scores): ``(B, H, R, S)`` (or
+          broadcastable to it), equal to the same block of the whole bias;
+        * ``hidden``: instead, only the part from the hidden states ``(B, T, d_model)`` entering the layer's attention
+          (the call without it gives the rest: None for a bias from them alone), added after it, in every layer;
+        * ``per_key`` (with ``hidden``): optional, that bias as a per-key ``b`` ``(B, H, T)`` such that
+          ``bias[..., i, j] - b[..., j]`` is the same for every visible key ``j <= i`` of a row ``i`` (a bias
+          ``c_i - c_j`` gives ``b_j = -c_j``); None: no such form. Softmax ignores a constant per row, so the model
+          builds the bias of a block of rows as ``b_j - b_i`` where that pays (its blocked attention: CPU and packed
+          seeds, in training; FoX at seq 256: 0.42x -> 0.7x of HF Llama's step throughput) and never with weights
+          other than softmax."""
         return None
-
-    def attn_bias_rows(self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int) -> Tensor:
-        """The bias of query rows ``start .. start + R - 1`` against keys ``0 .. S - 1`` (``S >= start + R``), only
-        for encodings with :attr:`bias_by_rows`: ``scores`` ``(B, H, R, S)`` are those rows' scaled scores
-        ``q·kᵀ·attn_scale``, ``q`` ``(B, H, R, qk_dim)`` their queries and ``k`` ``(B, H, S, qk_dim)`` the keys.
-        Entries of keys after a row's query (``j > start + r``) are masked by the model whatever they hold. Returns
-        ``(B, H, R, S)`` (or broadcastable to it), equal to the same block of :meth:`attn_bias`."""
-        raise NotImplementedError(f"encoding {self.name} does not compute its bias by rows")
-
-    def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        """Only for encodings with :attr:`reads_hidden`: an additive bias on the scaled scores from ``x``
-        ``(B, T, d_model)``, the hidden states entering layer ``layer``'s attention (after its norm, the input of its
-        q, k, v projections). Returns ``(B, H, T, T)`` (or broadcastable to it), added to :meth:`attn_bias`'s; None
-        for no bias. Entries of keys after a query are masked by the model whatever they hold."""
-        return None
-
-    def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        """Optional, only for encodings with :attr:`reads_hidden`: a per-key bias ``b`` ``(B, H, T)`` such that
-        ``attn_bias_from_hidden(x, positions, layer)[..., i, j] - b[..., j]`` is the same for every visible key
-        ``j <= i`` of a row ``i`` (a bias ``c_i - c_j`` gives ``b_j = -c_j``). Softmax ignores a constant per row, so
-        the attention is the same with either; the model uses ``b`` where that pays and the full bias elsewhere.
-        Default None: the encoding has no such form.
-
-        The model uses ``b`` in its blocked attention (CPU and packed seeds, in training): the bias of a block of
-        query rows is ``b_j - b_i``, built from the ``(B, H, T)`` vector block by block, so neither a ``(B, H, T, T)``
-        bias nor its gradient is ever built (FoX at seq 256: 0.42x -> 0.7x of HF Llama's step throughput, measured
-        with ``pebench bench``). Ignored with :attr:`custom_attention_weights` (not softmax, so not invariant to a
-        constant per row)."""
-        return None
-
-    def attention_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int) -> Tensor:
-        """Only for encodings with :attr:`custom_scores`: the unscaled scores ``(B, H, T, T)`` of queries ``q``
-        against keys ``k`` ``(B, H, T, qk_dim)`` in place of ``q·kᵀ`` (the default), from them and ``x``
-        ``(B, T, d_model)``, the hidden states entering layer ``layer``'s attention (after its norm). The model
-        multiplies them by :attr:`attn_scale`, adds the biases and masks the keys after each query (``j > i``), whatever
-        those entries hold; entry ``(i, j <= i)`` may read the tokens up to ``i`` only (causality)."""
-        return q @ k.transpose(-1, -2)
-
-    def attention_weights(self, scores: Tensor, start: int) -> Tensor:
-        """Only for encodings with :attr:`custom_attention_weights`: the attention weights of query rows
-        ``start .. start + R - 1`` against keys ``0 .. S - 1`` (``S >= start + R``) from their scores ``(B, H, R, S)``:
-        q·kᵀ·attn_scale plus the biases, with -inf on the keys after each row's query (``j > start + r``). Returns
-        ``(B, H, R, S)`` weights, 0 on those keys; each row from its own scores only (the model asks by blocks of
-        rows). The output is ``weights · v``; default: softmax."""
-        return scores.softmax(-1)
 
     def init_state(self, positions: Tensor, batch_size: int) -> Tensor:
         """Only with :attr:`carries_state`: the state entering the first layer, once per forward pass, from
         ``positions`` ``(T,)`` or ``(B, T)``; a tensor whose first dimension is ``batch_size`` or 1 (broadcast)."""
         raise NotImplementedError(f"encoding {self.name} carries no state")
 
-    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        """Only with :attr:`carries_state`: q and k ``(B, H, T, head_dim)`` of layer ``layer`` transformed with the
-        state entering it; applied first, then :meth:`transform_qk`, then :meth:`transform_qk_from_hidden`."""
-        return q, k
-
     def state_values(self, state: Tensor, layer: int) -> Tensor | None:
         """Only with :attr:`carries_state`: channels ``s`` ``(B or 1, H, T, w)`` of the state entering layer ``layer``
-        that the layer's attention mixes with its own weights ``a`` (custom scores and weights included): appended to v,
+        that the layer's attention mixes with its own weights ``a`` (a kernel's own included): appended to v,
         ``Σ_j a_ij s_j`` ``(B, H, T, w)`` goes to :meth:`update_state`. None (default): the state is not attended."""
         return None
 
@@ -334,46 +338,49 @@ class PositionalEncoding(nn.Module):
     def configure_eval(self, train_length: int, eval_length: int) -> None:
         """Called before evaluating at ``eval_length`` a model trained at ``train_length``."""
 
-    def train_positions(self, batch_size: int, length: int, generator: torch.Generator | None) -> Tensor:
-        """Positions for one training batch; default ``0..length-1`` shared by the batch."""
-        return torch.arange(length)
-
-    def eval_positions(self, batch_size: int, length: int, generator: torch.Generator) -> Tensor | None:
-        """Positions for one evaluation batch, ``(T,)`` or ``(B, T)``, drawn from ``generator`` (seeded by the
-        evaluation); default None: ``0..length-1`` shared by the batch."""
-        return None
+    def positions(self, batch_size: int, length: int, generator: torch.Generator | None, train: bool
+                  ) -> Tensor | None:  # fmt: skip
+        """Positions of one training (``train``) or evaluation batch, ``(T,)`` or ``(B, T)``, drawn from ``generator``
+        (the trainer's positions generator; at evaluation, one seeded by the evaluation, so the same seed gives the
+        same positions); at evaluation None too: ``0..length-1`` shared by the batch. Default: those, as
+        ``torch.arange(length)`` in training."""
+        return torch.arange(length) if train else None
 
     def extra_config(self) -> dict[str, Any]:
         """Anything beyond the options that identifies this encoding's configuration (stored with results)."""
         return {}
 
 
-class _InnerNeeds:
-    """A :class:`Wrapper`'s :attr:`~PositionalEncoding.needs`: its inner encoding's on an instance; on the class,
-    none, since wrappers wrap only encodings that need no annotations
-    (:func:`pebench.encodings.registry.wrappable`)."""
+class _Inner:
+    """An attribute of a :class:`Wrapper` that is its inner encoding's on an instance, read-only; on the class, the
+    base's default (wrappers wrap only encodings that need no annotations, :func:`pebench.encodings.registry.
+    wrappable`)."""
 
-    def __get__(self, obj: Wrapper | None, owner: type | None = None) -> frozenset[str]:
-        return frozenset() if obj is None else obj.inner.needs
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__doc__ = f"The wrapped encoding's ``{name}``."
 
+    def __get__(self, obj: Wrapper | None, owner: type | None = None) -> Any:
+        return getattr(PositionalEncoding, self.name) if obj is None else getattr(obj.inner, self.name)
 
-FORWARDED_CAPABILITIES = (
-    "bias_shared_by_layers", "packable", "bias_by_rows", "reads_hidden", "custom_attention_weights", "qk_from_hidden",
-    "custom_scores", "carries_state", "kernel",
-)  # fmt: skip
-"""The capabilities a :class:`Wrapper` takes from the encoding it wraps (the others are its own: a wrapper is not
-position-free, is not position-indexed unless it says so, and names its own family and default depth)."""
+    def __set__(self, obj: object, value: object) -> None:
+        raise AttributeError(f"a wrapper's {self.name} is its inner encoding's; it cannot be set")
 
 
 class Wrapper(PositionalEncoding):
     """An encoding built around another one, ``self.inner`` (set by the subclass's ``__init__``): every hook and
-    property of :class:`PositionalEncoding` and every capability of :data:`FORWARDED_CAPABILITIES` is the inner
-    encoding's (attached to the class below, so a hook added to the base class is forwarded with no change here); a
-    wrapper overrides only what it changes. Its :attr:`~PositionalEncoding.attention_kernel` is read from those
-    capabilities as any encoding's."""
+    property of :class:`PositionalEncoding` (its keywords passed on) and every capability of
+    :data:`DERIVED_CAPABILITIES` is the inner encoding's (attached to the class below, so a hook or a capability added
+    to the base class is forwarded with no change here), and so are the declarations about what the hooks compute
+    (its annotations, attention kernel, packing and bias sharing); a wrapper overrides only what it changes, an
+    overriding hook taking ``**kwargs`` and passing them on. The others are its own: a wrapper is not position-free,
+    is not position-indexed unless it says so, and names its own family and default depth."""
 
     inner: PositionalEncoding
-    needs = _InnerNeeds()  # type: ignore[assignment]
+    needs = _Inner("needs")  # type: ignore[assignment]
+    kernel = _Inner("kernel")  # type: ignore[assignment]
+    packable = _Inner("packable")  # type: ignore[assignment]
+    bias_shared_by_layers = _Inner("bias_shared_by_layers")  # type: ignore[assignment]
 
 
 def _forwarded_hook(name: str) -> Callable[..., Any]:
@@ -392,8 +399,8 @@ def _forwarded_attribute(name: str) -> property:
 for _name, _value in vars(PositionalEncoding).items():
     if not _name.startswith("_") and _name != "attention_kernel" and (callable(_value) or isinstance(_value, property)):
         setattr(Wrapper, _name, _forwarded_attribute(_name) if isinstance(_value, property) else _forwarded_hook(_name))
-for _name in FORWARDED_CAPABILITIES:
-    setattr(Wrapper, _name, _forwarded_attribute(_name))
+for _name in DERIVED_CAPABILITIES:
+    setattr(Wrapper, _name, _Inner(_name))
 
 
 class PositionMemo:

@@ -27,10 +27,10 @@ same family of biases with the gate's sign flipped; with ``init=zero`` the two s
 (w symmetric about 0, c = 0). Both are kept because they are two published methods; a difference in their scores at
 those defaults would be seed noise, not method.
 
-The encoding plugs in through :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_from_hidden`
-(``reads_hidden``) and gives the same bias per key through
-:meth:`~pebench.encodings.base.PositionalEncoding.key_bias_from_hidden` (-b_j = Σ_{l<=j} m_l), so the model's blocked
-attention never builds a ``(B, H, T, T)`` bias. Index positions are not used, so shifting them changes nothing.
+The encoding plugs in through :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias` with ``hidden=``
+(``reads_hidden``) and gives the same bias per key with ``per_key=True`` beside it (-b_j = Σ_{l<=j} m_l), so the
+model's blocked attention never builds a ``(B, H, T, T)`` bias. Index positions are not used, so shifting them
+changes nothing.
 """
 
 from __future__ import annotations
@@ -77,8 +77,10 @@ class CABLE(PositionalEncoding):
         logits = x.float() @ self.slope_weight[layer].float().t() + self.slope_bias[layer].float()  # (B, T, H)
         return F.softplus(logits).transpose(-1, -2)
 
-    def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor:
-        return forget_bias(-self.slopes(x, layer))  # b_i - b_j with b = cumsum(-m)
-
-    def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor:
-        return self.slopes(x, layer).cumsum(-1)  # -b_j: the row's b_i drops out of the softmax
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, *, hidden: Tensor | None = None,
+                  per_key: bool = False) -> Tensor | None:  # fmt: skip
+        if hidden is None:  # no bias from positions or q, k: all of it comes from the hidden states
+            return None
+        if per_key:
+            return self.slopes(hidden, layer).cumsum(-1)  # -b_j: the row's b_i drops out of the softmax
+        return forget_bias(-self.slopes(hidden, layer))  # b_i - b_j with b = cumsum(-m)

@@ -26,7 +26,7 @@ says CARoPE is initialised from RoPE; here the bias b_h starts at softplus⁻¹(
 f = base^(-2/d), RoPE's θ, where w_h·x_t = 0, and w_h starts at N(0, 0.02²) (``base`` 10000 as RoPE's). The phases
 are float32 (as RoPE's angles here).
 
-The encoding plugs in through :meth:`~pebench.encodings.base.PositionalEncoding.transform_qk_from_hidden`
+The encoding plugs in through :meth:`~pebench.encodings.base.PositionalEncoding.transform_qk` with ``hidden=``
 (``qk_from_hidden``); index positions are not read (the sum runs over the tokens of the sequence), so shifting them
 changes nothing.
 """
@@ -80,8 +80,10 @@ class CARoPE(PositionalEncoding):
         logits = x.float() @ self.freq_weight[layer].float().t() + self.freq_bias[layer].float()  # (B, T, H)
         return -torch.log1p(F.softplus(logits)).transpose(-1, -2)
 
-    def transform_qk_from_hidden(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int
-                                 ) -> tuple[Tensor, Tensor]:  # fmt: skip
-        phases = carope_phases(self.log_frequencies(x, layer), q.shape[-1] // 2)  # (B, H, T, d/2)
+    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, *, hidden: Tensor | None = None
+                     ) -> tuple[Tensor, Tensor]:  # fmt: skip
+        if hidden is None:  # the phases come from the hidden states alone (the model always passes them)
+            return q, k
+        phases = carope_phases(self.log_frequencies(hidden, layer), q.shape[-1] // 2)  # (B, H, T, d/2)
         cos, sin = torch.cos(phases), torch.sin(phases)
         return rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)

@@ -13,12 +13,12 @@ of width head_dim, one per layer shared by the heads, initialised to zero (so tr
 authors do, the interpolation is computed from the integer logits z_i[p] = q_i·e[p] (one small matmul) gathered at
 ⌊p⌋ and ⌈p⌉, never from interpolated vectors.
 
-The bias depends on the content, so it is ``(B, H, T, T)``; it is computed in chunks of queries so the
-intermediate tensors stay small at long evaluation lengths. Each query row's bias depends only on that row's scores,
-so the encoding also gives it by rows (``attn_bias_rows``, hence ``bias_by_rows``): in the model's blocked attention
-(CPU, packed seeds) the bias is computed block by block from the scores the attention computes anyway, and the full
-bias is never built (issue 17: 0.17x of HF Llama's step throughput at seq 256 with the full bias). Index positions are
-not used at all, so shifting them changes nothing.
+The bias depends on the content, so it is ``(B, H, T, T)``; it is computed in chunks of queries so the intermediate
+tensors stay small at long evaluation lengths. Each query row's bias depends only on that row's scores, so the encoding
+also gives it by rows (``attn_bias`` with ``rows=``, hence ``bias_by_rows``): in the model's blocked attention (CPU,
+packed seeds) the bias is computed block by block from the scores the attention computes anyway, and the full bias is
+never built (issue 17: 0.17x of HF Llama's step throughput at seq 256 with the full bias). Index positions are not used
+at all, so shifting them changes nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from pebench.encodings.base import EncodingContext, PositionalEncoding
+from pebench.encodings.base import EncodingContext, PositionalEncoding, RowBlock
 from pebench.encodings.registry import register
 from pebench.options import Option
 
@@ -83,10 +83,8 @@ class CoPE(PositionalEncoding):
         super().__init__(ctx, **options)
         self.table = nn.Parameter(torch.zeros(ctx.n_layers, ctx.head_dim, self.opts["npos"]))
 
-    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor:
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, *, rows: RowBlock | None = None
+                  ) -> Tensor:  # fmt: skip
+        if rows is not None:  # the block's rows from the scores the blocked attention computed anyway
+            return cope_rows(rows.scores, q, self.table[layer], rows.start)
         return cope_bias(q, k, self.table[layer], self.attn_scale)
-
-    def attn_bias_rows(
-        self, scores: Tensor, q: Tensor, k: Tensor, positions: Tensor, layer: int, start: int
-    ) -> Tensor:
-        return cope_rows(scores, q, self.table[layer], start)

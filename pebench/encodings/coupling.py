@@ -76,7 +76,10 @@ class Coupling(PositionalEncoding):
         s = offset_per_sequence((self.max_position - coupled.amax(dim=1)).clamp(min=0), generator)
         return coupled + s * (coupled > 0)
 
-    def embed_annotations(self, annotations: Mapping[str, Tensor], generator: torch.Generator | None) -> Tensor:
+    def embed(self, positions: Tensor, annotations: Mapping[str, Tensor] | None = None,
+              generator: torch.Generator | None = None) -> Tensor | None:  # fmt: skip
+        if annotations is None:  # the model always passes them (needs); the positions alone give nothing
+            return None
         ids = self.ids(annotations[COUPLED_POSITION], generator)
         checkable = ids.device.type == "cpu" or not self.training  # never a host sync in a GPU training step
         if checkable and (int(ids.min()) < 0 or int(ids.max()) > self.max_position):

@@ -73,22 +73,23 @@ class DroPE(Wrapper):
     def attn_scale(self) -> float:
         return self.inner.attn_scale if self.active else self.ctx.head_dim**-0.5
 
-    def embed(self, positions: Tensor) -> Tensor | None:
-        vec = self.inner.embed(positions)
+    def embed(self, positions: Tensor, **keywords: Any) -> Tensor | None:
+        vec = self.inner.embed(positions, **keywords)
         if vec is None or self.active:
             return vec
         # dropped: add nothing, but keep returning a (zero) vector so the model's token scaling for additive
         # encodings does not change mid-training
         return torch.zeros_like(vec)
 
-    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        return self.inner.transform_qk(q, k, positions, layer) if self.active else (q, k)
+    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, **keywords: Any
+                     ) -> tuple[Tensor, Tensor]:  # fmt: skip
+        """The base's transform (with a carried state or the hidden states, where it reads them) before the drop;
+        none after."""
+        return self.inner.transform_qk(q, k, positions, layer, **keywords) if self.active else (q, k)
 
-    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return self.inner.attn_bias(q, k, positions, layer) if self.active else None
-
-    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        return self.inner.transform_qk_with_state(q, k, state, layer) if self.active else (q, k)
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, **keywords: Any) -> Tensor | None:
+        """The base's bias (any part of it) before the drop; none after."""
+        return self.inner.attn_bias(q, k, positions, layer, **keywords) if self.active else None
 
     def extra_config(self) -> dict[str, Any]:
         return {"schedule": "base on for steps < floor(drop_at * train.steps); off after, and at evaluation",

@@ -19,10 +19,9 @@ lift). The paper's T_min/T_max bias initialisation is for its data-independent (
 this data-dependent one; ``bias_init`` sets another starting b_f (e.g. 5: f ≈ 0.993). The "Pro" block's extras (output
 gate, output norm, QK-norm, key/value shift) are not part of the encoding.
 
-The encoding plugs in through :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_from_hidden`
-(``reads_hidden``), and gives the same bias per key through
-:meth:`~pebench.encodings.base.PositionalEncoding.key_bias_from_hidden`: softmax ignores the row's constant c_i, so
-D_ij and -c_j give the same attention, and the model builds the bias of each block of query rows from the
+The encoding plugs in through :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias` with ``hidden=``
+(``reads_hidden``), and gives the same bias per key with ``per_key=True`` beside it: softmax ignores the row's constant
+c_i, so D_ij and -c_j give the same attention, and the model builds the bias of each block of query rows from the
 ``(B, H, T)`` vector -c instead of a ``(B, H, T, T)`` tensor (docs/speed.md). Index positions are not used, so
 shifting them changes nothing.
 """
@@ -65,8 +64,10 @@ class FoX(PositionalEncoding):
         logits = x.float() @ self.gate_weight[layer].float().t() + self.gate_bias[layer].float()  # (B, T, H)
         return F.logsigmoid(logits).transpose(-1, -2)
 
-    def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor:
-        return forget_bias(self.log_gates(x, layer))
-
-    def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor:
-        return -self.log_gates(x, layer).cumsum(-1)  # D_ij = c_i - c_j: the row's c_i drops out of the softmax
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, *, hidden: Tensor | None = None,
+                  per_key: bool = False) -> Tensor | None:  # fmt: skip
+        if hidden is None:  # no bias from positions or q, k: all of it comes from the hidden states
+            return None
+        if per_key:
+            return -self.log_gates(hidden, layer).cumsum(-1)  # D_ij = c_i - c_j: the row's c_i drops out of the softmax
+        return forget_bias(self.log_gates(hidden, layer))

@@ -62,9 +62,9 @@ applied by matrix products: batched LAPACK solves of small systems cost more per
 The attention runs through PaTH's own kernel (:func:`path_attention`, ``kernel = "path"``): the scores by chunks of
 query rows (:func:`path_score_rows`), each chunk scaled, causally masked, softmax and times the values, so no
 ``(B, H, T, T)`` tensor is built on any device; asked for its weights (the inspected maps), it returns each chunk's
-softmax as well. :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores` (``custom_scores``) gives the
-whole scores for the ``custom`` kernel, which a wrapper adding a bias or weights to PaTH's scores takes, and for the
-tests. Index positions are not read, so shifting them changes nothing.
+softmax as well. :meth:`PaTH.scores` gives the whole scores, for the model's blocked attention
+(:func:`pebench.models.kernels.blocked`), which the kernel takes when a wrapper adds a bias to PaTH's scores, and for
+the tests. Index positions are not read, so shifting them changes nothing.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ from pebench.encodings.base import EncodingContext, PositionalEncoding
 from pebench.encodings.precision import upcast
 from pebench.encodings.registry import register
 from pebench.models.attention import causal_additive, join_rows
-from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, KernelResult, register_kernel
+from pebench.models.kernels import AttentionCall, KernelResult, blocked, register_kernel
 from pebench.options import Option
 
 
@@ -168,12 +168,13 @@ def path_attention(call: AttentionCall) -> KernelResult:
     """PaTH's attention by chunks of query rows: each chunk's scores (:func:`path_score_rows`) scaled, causally masked,
     softmax, times the values, so neither the ``(B, H, T, T)`` scores nor a gradient of their size is built; on request
     (:attr:`~pebench.models.kernels.AttentionCall.want_weights`) also each chunk's softmax, zero past its keys, as the
-    ``(B, H, T, T)`` weights. An encoding adding a bias or weights of its own to PaTH's scores takes the ``custom``
-    kernel (with :meth:`PaTH.attention_scores`)."""
-    if call.mask() is not None or call.weights() is not None:
-        return ATTENTION_KERNELS["custom"](call)
+    ``(B, H, T, T)`` weights. With a bias (a wrapper adding one to PaTH's scores) the model's blocked attention on
+    the whole scores (:meth:`PaTH.scores`, :func:`pebench.models.kernels.blocked`)."""
+    path = call.encoding(PaTH)  # the call's encoding, or the one it wraps
+    if call.mask() is not None:
+        return blocked(call, raw=path.scores(call.q, call.k, call.x, call.layer))
     q, k, v, t = call.q, call.k, call.v, call.q.shape[-2]
-    w, beta = call.pe.transforms(call.x, call.layer)
+    w, beta = path.transforms(call.x, call.layer)
     causal = causal_additive(t, q.device, torch.float32)
     outs, kept, start = [], [], 0
     for scores in path_score_rows(q, k, w, beta):
@@ -228,6 +229,9 @@ class PaTH(PositionalEncoding):
         beta = 2 * torch.sigmoid(xf @ upcast(self.beta_weight[layer]).t() + upcast(self.beta_bias[layer]))
         return w, beta.transpose(-1, -2)
 
-    def attention_scores(self, q: Tensor, k: Tensor, x: Tensor, positions: Tensor, layer: int) -> Tensor:
+    def scores(self, q: Tensor, k: Tensor, x: Tensor, layer: int) -> Tensor:
+        """The unscaled scores ``(B, H, T, T)`` of queries ``q`` against keys ``k`` ``(B, H, T, qk_dim)`` in layer
+        ``layer`` from the hidden states ``x`` ``(B, T, d_model)`` entering its attention (:func:`path_scores`; entries
+        of keys after a query hold finite values of no meaning)."""
         w, beta = self.transforms(x, layer)
         return path_scores(q, k, w, beta)

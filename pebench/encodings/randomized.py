@@ -12,7 +12,7 @@ positions) that a longer evaluation sequence will produce. ``X`` then encodes th
 Evaluation, option ``eval_positions``:
 
 * ``random`` (default, the paper's protocol): every evaluation sequence gets its own draw of the same kind, from the
-  evaluation's seeded generator (:meth:`~pebench.encodings.base.PositionalEncoding.eval_positions`), so results
+  evaluation's seeded generator (:meth:`~pebench.encodings.base.PositionalEncoding.positions`), so results
   stay deterministic. This is what the reference implementation does (google-deepmind/randomized_positional_encodings:
   ``models/positional_encodings.py`` samples a new ordered subset on every forward call, at test time too, and
   ``experiments/range_evaluation.py`` gives every evaluation batch a fresh random key; the authors confirm it in
@@ -95,10 +95,10 @@ class Randomized(Wrapper):
             )
         return random_positions(batch_size, length, self.limit, generator)
 
-    def train_positions(self, batch_size: int, length: int, generator: torch.Generator | None) -> Tensor:
-        return self._draw("training", batch_size, length, generator)
-
-    def eval_positions(self, batch_size: int, length: int, generator: torch.Generator) -> Tensor | None:
+    def positions(self, batch_size: int, length: int, generator: torch.Generator | None, train: bool
+                  ) -> Tensor | None:  # fmt: skip
+        if train:
+            return self._draw("training", batch_size, length, generator)
         if self.opts["eval_positions"] == "plain":
             return None
         return self._draw("evaluation", batch_size, length, generator)

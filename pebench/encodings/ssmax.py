@@ -18,21 +18,21 @@ starts as plain SSMax). Multiplying each query by s·log n is the same as multip
 How it plugs in. z is the whole input of the softmax: the scaled scores q·k·attn_scale **plus the base's bias**
 (ALiBi's, T5's, FoX's ...). So the wrapper multiplies row i of both by the same factor f_i: the query of row i in
 :meth:`~pebench.encodings.base.PositionalEncoding.transform_qk` (after the base's own transform; k is left alone)
-and row i of the bias from :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias` and
-:meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_from_hidden`. For a base without a bias (RoPE, NoPE)
-scaling q is all of it. The factor differs per layer (s is), so a base bias shared by the layers is no longer
-shared (``bias_shared_by_layers`` is False), and a per-key bias (FoX's ``key_bias_from_hidden``) has no per-key
-form once its rows are scaled (None: the model builds the full bias). No new hook is needed.
+and row i of both parts of the bias from :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias` (the one from
+positions and q, k, and the one from the hidden states). For a base without a bias (RoPE, NoPE) scaling q is all of
+it. The factor differs per layer (s is), so a base bias shared by the layers is no longer shared
+(``bias_shared_by_layers`` is False), and a per-key bias (FoX's, ``per_key=True``) has no per-key form once its rows
+are scaled (None: the model builds the full bias). No new hook is needed.
 
-Which bases. Any registered encoding that is not a wrapper, needs no task annotations, keeps softmax (not
-``custom_attention_weights``: stick-breaking is no softmax to scale) and whose bias does not read the scores
-(not ``bias_by_rows``: CoPE's gates σ(q·k) would see the scaled queries): :func:`ssmax_bases`. Unlike
-``randomized_X`` the base need not be position-indexed (``ssmax_nope`` is SSMax on a model without positions). The
-wrapper takes the base's ``position_indexed``, ``position_free`` (a row's scale reads only how many keys the causal
-mask leaves it, so the keys stay a set) and ``default_layers`` (``ssmax_nope`` has NoPE's 6 blocks unless
-``--layers``). ``ssmax_rope`` and ``ssmax_nope`` are registered (they are in the suite: the paper's models use RoPE,
-and Llama 4 applies its temperature to its NoPE layers, see :mod:`pebench.encodings.irope`); any other ``ssmax_X``
-resolves by name (``--encoding ssmax_alibi``).
+Which bases. Any registered encoding that is not a wrapper, needs no task annotations, keeps softmax (its attention
+kernel is one of :data:`pebench.models.kernels.SOFTMAX_KERNELS`: stick-breaking's is no softmax to scale) and whose bias
+does not read the scores (not ``bias_by_rows``: CoPE's gates σ(q·k) would see the scaled queries): :func:`ssmax_bases`.
+Unlike ``randomized_X`` the base need not be position-indexed (``ssmax_nope`` is SSMax on a model without positions).
+The wrapper takes the base's ``position_indexed``, ``position_free`` (a row's scale reads only how many keys the causal
+mask leaves it, so the keys stay a set) and ``default_layers`` (``ssmax_nope`` has NoPE's 6 blocks unless ``--layers``).
+``ssmax_rope`` and ``ssmax_nope`` are registered (they are in the suite: the paper's models use RoPE, and Llama 4
+applies its temperature to its NoPE layers, see :mod:`pebench.encodings.irope`); any other ``ssmax_X`` resolves by name
+(``--encoding ssmax_alibi``).
 
 Defaults and what could not be pinned down. Only the paper's abstract and Figure 1 caption were reachable here;
 §2's formula and §3's fitted form and bias variant are taken from secondary summaries of the paper, and
@@ -54,6 +54,7 @@ from torch import Tensor, nn
 from pebench.encodings import nope, rope  # noqa: F401  (registered before they are wrapped below)
 from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper
 from pebench.encodings.registry import available, get, wrapper_family
+from pebench.models.kernels import SOFTMAX_KERNELS
 from pebench.options import Option
 
 PREFIX = "ssmax_"
@@ -75,8 +76,8 @@ def ssmax_bases() -> tuple[str, ...]:
     """Registered encodings SSMax may wrap: not wrappers, needing no annotations, with softmax attention and a bias
     that does not read the scores (see the module docstring)."""
     return tuple(n for n in available()
-                 if not issubclass(get(n), Wrapper) and not get(n).needs and not get(n).custom_attention_weights
-                 and not get(n).bias_by_rows)  # fmt: skip
+                 if not issubclass(get(n), Wrapper) and not get(n).needs and not get(n).bias_by_rows
+                 and (get(n).kernel or "fused") in SOFTMAX_KERNELS)  # fmt: skip
 
 
 def log_counts(length: int, device: torch.device) -> Tensor:
@@ -117,18 +118,17 @@ class SSMax(Wrapper):
             return None
         return bias * self.factor(bias.shape[-2], layer, bias.device).to(bias.dtype)
 
-    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-        q, k = self.inner.transform_qk(q, k, positions, layer)
+    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, **keywords: Any
+                     ) -> tuple[Tensor, Tensor]:  # fmt: skip
+        """The base's whole transform (with its keywords), then q's rows times their factors."""
+        q, k = self.inner.transform_qk(q, k, positions, layer, **keywords)
         return (q * self.factor(q.shape[-2], layer, q.device)).to(q.dtype), k
 
-    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return self._scaled(self.inner.attn_bias(q, k, positions, layer), layer)
-
-    def attn_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return self._scaled(self.inner.attn_bias_from_hidden(x, positions, layer), layer)
-
-    def key_bias_from_hidden(self, x: Tensor, positions: Tensor, layer: int) -> Tensor | None:
-        return None  # f_i·(b_j - b_i) is no per-key bias
+    def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, **keywords: Any) -> Tensor | None:
+        """The base's bias (either part) with its rows times their factors; no per-key form."""
+        if keywords.get("per_key"):
+            return None  # f_i·(b_j - b_i) is no per-key bias
+        return self._scaled(self.inner.attn_bias(q, k, positions, layer, **keywords), layer)
 
     def extra_config(self) -> dict[str, Any]:
         form = "(s·log n + b)" if self.opts["bias"] else "s·log n"

@@ -24,9 +24,11 @@ o_i = Σ_{j<i} A_ij v_j + (1 - Σ_{j<i} A_ij) v_i (their reference and kernel te
 weight, so the first token attends to itself). ``remainder="drop"`` leaves it out (o_i = Σ_{j<i} A_ij v_j; the
 first token's output is 0).
 
-The encoding plugs in through :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`
-(``custom_attention_weights``); every row's weights depend only on that row's scores, so the model computes them by
-blocks of query rows. Index positions are not used, so shifting them changes nothing.
+The encoding attends through a kernel of its own, ``stick_breaking`` (:func:`stick_breaking_attention`, registered
+with ``softmax=False``): the model's blocked attention (:func:`pebench.models.kernels.blocked`) with
+:meth:`StickBreaking.weights` in place of softmax, on every device (never SDPA, whose kernels are softmax-only); every
+row's weights depend only on that row's scores, so they are computed by blocks of query rows. Index positions are not
+used, so shifting them changes nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from torch import Tensor
 
 from pebench.encodings.base import PositionalEncoding
 from pebench.encodings.registry import register
+from pebench.models.kernels import AttentionCall, KernelResult, blocked, register_kernel
 from pebench.options import Option
 
 _SUBNORMAL = -40.0
@@ -101,11 +104,19 @@ def stick_breaking_weights(scores: Tensor, start: int, remainder: str = "self") 
     return weights
 
 
+@register_kernel("stick_breaking", softmax=False)
+def stick_breaking_attention(call: AttentionCall) -> KernelResult:
+    """The blocked attention with the encoding's stick-breaking weights (:meth:`StickBreaking.weights`) in place of
+    softmax, composed with any bias by :func:`pebench.models.kernels.blocked`."""
+    return blocked(call, weights=call.encoding(StickBreaking).weights)
+
+
 @register
 class StickBreaking(PositionalEncoding):
     name = "stick_breaking"
     family = "content"
     position_indexed = False
+    kernel = "stick_breaking"
     description = "stick-breaking attention: A_ij = σ(z_ij)·Π_{j<k<i}(1 - σ(z_ik)) instead of softmax, no positions"
     paper = "Tan et al. 2024, arXiv:2410.17980"
     options = {
@@ -113,5 +124,8 @@ class StickBreaking(PositionalEncoding):
                             "value, as the authors' code) or 'drop' (nowhere)", type=str, choices=("self", "drop")),
     }
 
-    def attention_weights(self, scores: Tensor, start: int) -> Tensor:
+    def weights(self, scores: Tensor, start: int) -> Tensor:
+        """The weights of query rows ``start .. start + R - 1`` against keys ``0 .. S - 1`` (``S >= start + R``) from
+        their scores ``(B, H, R, S)`` (q·kᵀ·attn_scale plus the biases, -inf on each row's later keys): ``(B, H, R,
+        S)``, 0 on those keys, each row from its own scores only."""
         return stick_breaking_weights(scores, start, self.opts["remainder"])

@@ -112,7 +112,10 @@ class TAPE(PositionalEncoding):
         e = initial_features(positions, self._inv_freq)
         return e.expand(-1, self.ctx.n_heads, -1, -1)
 
-    def transform_qk_with_state(self, q: Tensor, k: Tensor, state: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+    def transform_qk(self, q: Tensor, k: Tensor, positions: Tensor, layer: int, *, state: Tensor | None = None
+                     ) -> tuple[Tensor, Tensor]:  # fmt: skip
+        if state is None:  # the transform is the state's alone (the model always passes it)
+            return q, k
         return feature_transform(q, state), feature_transform(k, state)
 
     def state_values(self, state: Tensor, layer: int) -> Tensor | None:

@@ -138,7 +138,7 @@ def eval_positions(model: Transformer, batch: Batch, generator: torch.Generator)
     (:meth:`~pebench.encodings.base.PositionalEncoding.eval_positions`, drawn from ``generator``; None: 0..T-1)."""
     if batch.positions is not None:
         return batch.positions
-    return model.encoding.eval_positions(batch.inputs.shape[0], batch.inputs.shape[1], generator)
+    return model.encoding.positions(batch.inputs.shape[0], batch.inputs.shape[1], generator, train=False)
 
 
 @torch.no_grad()

@@ -80,9 +80,10 @@ def blocked_causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Non
     its dense math path (flash attention gives no gradient for the mask). ``mask`` is the full float mask with its
     causal part; with ``bias_rows`` instead (``mask`` None) the bias of each block is ``bias_rows(scores, start)``
     from the block's scaled scores and the causal part is added here, so no ``(B, H, T, T)`` tensor is built.
-    ``weights(scores, start)``, when given, replaces the softmax of each block's masked scores (an encoding's
-    :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`). ``raw`` ``(B, H, T, T)``, when given,
-    replaces q·kᵀ (an encoding's :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores`).
+    ``weights(scores, start)``, when given, replaces the softmax of each block's masked scores (the weights of an
+    encoding's own kernel: :meth:`pebench.encodings.stick_breaking.StickBreaking.weights`). ``raw`` ``(B, H, T, T)``,
+    when given, replaces q·kᵀ (:meth:`pebench.encodings.path.PaTH.scores`); both through
+    :func:`pebench.models.kernels.blocked`.
 
     Returns the output and, with ``want_weights``, the weights it multiplied v by ``(B, H, T, T)`` (the softmax or
     ``weights`` of each block, in v's dtype, before dropout; 0 on the keys a block skips), else None. Asking for them

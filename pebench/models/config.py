@@ -18,8 +18,9 @@ class ModelConfig:
     returns one), the token embeddings (initialised N(0, 0.02²)) are first multiplied by √d_model, as Vaswani et al.
     2017 (§3.4) do, so tokens and positions start at comparable sizes (a fixed absolute encoding's entries of size
     ~1 are ~50x the token signal at d_model 128). Encodings that add no vector are left unscaled (measurements:
-    docs/defaults.md, "Token embedding scale (scale_embeddings)"). Part of the config, so results with and without
-    it are never mixed.
+    docs/defaults.md, "Token embedding scale (scale_embeddings)"), and so are those with ``needs``, whose vector comes
+    from the task's annotations (Abacus, position coupling). Part of the config, so results with and without it are
+    never mixed.
     """
 
     vocab_size: int

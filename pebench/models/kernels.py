@@ -12,9 +12,11 @@ for the weights may cost time but never changes an operation that makes ``out``.
 weights it used (a fused kernel) computes them on request with the exact same formula by another route and says so.
 The call builds the parts a kernel may ask for from the
 encoding's hooks: the float mask with every bias (:meth:`AttentionCall.mask`), the bias of a block of query rows
-(:meth:`AttentionCall.rows`), the custom scores and weights. The model (:class:`pebench.models.transformer.Attention`)
-only builds the call and runs the encoding's kernel, so an encoding that computes its attention in a new way registers
-a kernel of its own (:func:`register_kernel`) in its own file and names it; nothing under ``pebench/models/`` changes.
+(:meth:`AttentionCall.rows`). The model (:class:`pebench.models.transformer.Attention`) only builds the call and runs
+the encoding's kernel, so an encoding that computes its attention in a new way -- its own scores in place of q·kᵀ, its
+own weights in place of softmax -- registers a kernel of its own (:func:`register_kernel`) in its own file and names
+it; nothing under ``pebench/models/`` changes. Such a kernel hands its scores or weights to :func:`blocked`, which
+composes them with the encoding's biases (by rows, from the hidden states) as the built-in kernels do.
 
 Built in (the exact computations of :mod:`pebench.models.attention`, chosen per device as measured in docs/speed.md):
 
@@ -23,30 +25,35 @@ Built in (the exact computations of :mod:`pebench.models.attention`, chosen per 
   (SDPA's flash kernel gives none, its math path builds the whole attention). SDPA returns no weights: on request
   they come from the blocked attention with the same mask and scale, beside SDPA's unchanged output;
 * ``rows`` -- a bias built block by block of query rows (an encoding's
-  :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_rows`, and a bias from the hidden states in training)
-  inside the blocked attention on the CPU and for packed seeds, where a whole ``(B, H, T, T)`` bias and its gradient
-  would make SDPA fall back to its math path; ``fused`` (or ``custom``) elsewhere;
-* ``custom`` -- scores other than q·kᵀ or weights other than softmax (an encoding's
-  :meth:`~pebench.encodings.base.PositionalEncoding.attention_scores` /
-  :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`): the blocked attention on every device.
+  :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias` with ``rows=``, and a bias from the hidden states in
+  training) inside the blocked attention on the CPU and for packed seeds (:func:`blocked`), where a whole
+  ``(B, H, T, T)`` bias and its gradient would make SDPA fall back to its math path; ``fused`` elsewhere.
+
+Encodings register theirs: ``path`` (PaTH's scores, :mod:`pebench.encodings.path`), ``stick_breaking`` (weights other
+than softmax, :mod:`pebench.encodings.stick_breaking`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 from torch import Tensor
 
-from pebench.encodings.base import PositionalEncoding
+from pebench.encodings.base import PositionalEncoding, RowBlock, Wrapper
 from pebench.models.attention import FAR_BIAS, add_bias, blocked_causal_attention, causal_additive, needs_grad, sdpa
+
+E = TypeVar("E", bound=PositionalEncoding)
 
 __all__ = [
     "ATTENTION_KERNELS",
+    "SOFTMAX_KERNELS",
     "AttentionCall",
     "Kernel",
     "KernelResult",
+    "blocked",
     "kernel_for",
     "register_kernel",
     "run_kernel",
@@ -84,64 +91,77 @@ class AttentionCall:
         """Whether the blocked attention is the fast route: on the CPU, and for packed seeds (vmap) on any device."""
         return self.x.device.type == "cpu" or torch._C._functorch.is_batchedtensor(self.x)
 
+    def encoding(self, cls: type[E]) -> E:
+        """The call's encoding, or the one it wraps (through any :class:`~pebench.encodings.base.Wrapper`), of class
+        ``cls``: where a kernel an encoding registers finds that encoding's own methods (PaTH's scores); a one-line
+        error for an encoding of another class."""
+        pe = self.pe
+        while not isinstance(pe, cls) and isinstance(pe, Wrapper):
+            pe = pe.inner
+        if not isinstance(pe, cls):
+            raise TypeError(f"attention kernel {self.pe.attention_kernel!r} computes {cls.__name__}'s attention, not "
+                            f"that of encoding {self.pe.name}")  # fmt: skip
+        return pe
+
+    @property
+    def by_rows(self) -> bool:
+        """Whether the bias is built by blocks of query rows (:meth:`rows`): on the fast route of the blocked attention
+        (:attr:`on_rows`), always for a bias by rows, in training for a bias from the hidden states."""
+        pe = self.pe
+        return self.on_rows and (pe.bias_by_rows or pe.reads_hidden and torch.is_grad_enabled())
+
     def mask(self, hidden: bool = True) -> Tensor | None:
         """The float mask ``(1 or B, H, T, T)`` of the encoding's bias plus its causal part (None: plain causal), with
         the bias from the hidden states when ``hidden``. A bias the same in every layer
         (:attr:`~pebench.encodings.base.PositionalEncoding.bias_shared_by_layers`) is built in the first layer of a
         forward pass and kept in ``shared`` for the others."""
         if hidden not in self._masks:
-            pe, shared = self.pe, self.shared
+            pe, shared, q, k, positions, layer = self.pe, self.shared, self.q, self.k, self.positions, self.layer
             reuse = shared is not None and pe.bias_shared_by_layers
             if reuse and "mask" in shared:  # type: ignore[operator]
                 mask = shared["mask"]  # type: ignore[index]
             else:
-                mask = add_bias(None, pe.attn_bias(self.q, self.k, self.positions, self.layer), self.q.dtype)
+                mask = add_bias(None, pe.attn_bias(q, k, positions, layer), q.dtype)
                 if reuse:
                     shared["mask"] = mask  # type: ignore[index]
             if pe.reads_hidden and hidden:
-                mask = add_bias(mask, pe.attn_bias_from_hidden(self.x, self.positions, self.layer), self.q.dtype)
+                mask = add_bias(mask, pe.attn_bias(q, k, positions, layer, hidden=self.x), q.dtype)
             self._masks[hidden] = mask
         return self._masks[hidden]
 
-    def raw(self) -> Tensor | None:
-        """The unscaled scores ``(B, H, T, T)`` of an encoding with custom scores (PaTH's); None: q·kᵀ."""
-        pe = self.pe
-        return pe.attention_scores(self.q, self.k, self.x, self.positions, self.layer) if pe.custom_scores else None
-
-    def weights(self) -> Callable[[Tensor, int], Tensor] | None:
-        """The encoding's weights in place of softmax, by blocks of rows (stick-breaking's); None: softmax."""
-        return self.pe.attention_weights if self.pe.custom_attention_weights else None
-
-    def hidden_rows(self) -> Callable[[int, int], Tensor] | None:
+    def hidden_rows(self, per_key: bool = True) -> Callable[[int, int], Tensor] | None:
         """The bias from the hidden states as a function of a block of query rows ``(start, stop)`` ->
-        ``(B, H, stop - start, stop)``; None when the encoding has none. From the encoding's per-key form ``b``
-        (:meth:`~pebench.encodings.base.PositionalEncoding.key_bias_from_hidden`) when it has one, as ``b_j - b_i``
-        floored at :data:`~pebench.models.attention.FAR_BIAS`: the row's constant makes the diagonal 0 (FoX's
-        ``c_i - c_j`` exactly), and no ``(B, H, T, T)`` bias and gradient is ever built."""
-        pe, x, positions, layer = self.pe, self.x, self.positions, self.layer
+        ``(B, H, stop - start, stop)``; None when the encoding has none. With ``per_key`` (softmax weights) from the
+        encoding's per-key form ``b`` (:meth:`~pebench.encodings.base.PositionalEncoding.attn_bias` with
+        ``per_key=True``) when it has one, as ``b_j - b_i`` floored at :data:`~pebench.models.attention.FAR_BIAS`: the
+        row's constant makes the diagonal 0 (FoX's ``c_i - c_j`` exactly), and no ``(B, H, T, T)`` bias and gradient
+        is ever built."""
+        pe, q, k, x, positions, layer = self.pe, self.q, self.k, self.x, self.positions, self.layer
         if not pe.reads_hidden:
             return None
-        key_bias = None if pe.custom_attention_weights else pe.key_bias_from_hidden(x, positions, layer)
+        key_bias = pe.attn_bias(q, k, positions, layer, hidden=x, per_key=True) if per_key and pe.per_key_bias \
+            else None  # fmt: skip
         if key_bias is not None:
             return lambda start, stop: (key_bias[..., None, :stop] - key_bias[..., start:stop, None]).clamp_min(
                 FAR_BIAS
             )
-        full = pe.attn_bias_from_hidden(x, positions, layer)
+        full = pe.attn_bias(q, k, positions, layer, hidden=x)
         return lambda start, stop: full[..., start:stop, :stop]  # type: ignore[index]
 
-    def rows(self) -> Callable[[Tensor, int], Tensor]:
+    def rows(self, per_key: bool = True) -> Callable[[Tensor, int], Tensor]:
         """The bias of a block of query rows from its scaled scores and first row, ``(scores, start)`` -> the block's
-        bias without its causal part: the encoding's :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias_rows`
-        (or that block of its whole bias), plus the bias from the hidden states by rows (:meth:`hidden_rows`)."""
+        bias without its causal part: the encoding's :meth:`~pebench.encodings.base.PositionalEncoding.attn_bias` with
+        ``rows=`` (or that block of its whole bias), plus the bias from the hidden states by rows (:meth:`hidden_rows`,
+        its per-key form with ``per_key``)."""
         pe, q, k = self.pe, self.q, self.k
         mask = None if pe.bias_by_rows else self.mask(hidden=False)
-        hidden = self.hidden_rows()
+        hidden = self.hidden_rows(per_key)
 
         def rows(scores: Tensor, start: int) -> Tensor:
             stop = start + scores.shape[-2]
             if pe.bias_by_rows:
-                out = pe.attn_bias_rows(scores, q[..., start:stop, :], k[..., :stop, :], self.positions, self.layer,
-                                        start)  # fmt: skip
+                out = pe.attn_bias(q[..., start:stop, :], k[..., :stop, :], self.positions, self.layer,
+                                   rows=RowBlock(start, scores))  # fmt: skip
             else:
                 out = scores.new_zeros(()) if mask is None else mask[..., start:stop, :stop].float()
             return out if hidden is None else out + hidden(start, stop)
@@ -159,14 +179,21 @@ Kernel = Callable[[AttentionCall], KernelResult]
 ATTENTION_KERNELS: dict[str, Kernel] = {}
 """The registered kernels by name (:func:`register_kernel`)."""
 
+SOFTMAX_KERNELS: set[str] = set()
+"""The registered kernels whose weights are a softmax of the scores (all but those registered with
+``softmax=False``): an encoding attending through one of them keeps softmax (what SSMax scales)."""
 
-def register_kernel(name: str) -> Callable[[Kernel], Kernel]:
-    """Decorator: register an attention kernel under ``name``; a one-line error when the name is taken."""
+
+def register_kernel(name: str, *, softmax: bool = True) -> Callable[[Kernel], Kernel]:
+    """Decorator: register an attention kernel under ``name`` (``softmax``: whether its weights are a softmax of the
+    scores, :data:`SOFTMAX_KERNELS`); a one-line error when the name is taken."""
 
     def add(fn: Kernel) -> Kernel:
         if name in ATTENTION_KERNELS and ATTENTION_KERNELS[name] is not fn:
             raise ValueError(f"attention kernel {name!r} is already registered")
         ATTENTION_KERNELS[name] = fn
+        if softmax:
+            SOFTMAX_KERNELS.add(name)
         return fn
 
     return add
@@ -213,20 +240,23 @@ def fused(call: AttentionCall) -> KernelResult:
     return out, blocked_causal_attention(q, k, v, mask, call.scale, want_weights=True)[1]
 
 
-@register_kernel("custom")
-def custom(call: AttentionCall) -> KernelResult:
-    """The blocked attention from the encoding's own scores or weights (softmax of q·kᵀ where it has none)."""
-    return blocked_causal_attention(call.q, call.k, call.v, call.mask(), call.scale, call.dropout,
-                                    weights=call.weights(), raw=call.raw(), want_weights=call.want_weights)  # fmt: skip
+def blocked(call: AttentionCall, *, raw: Tensor | None = None,
+            weights: Callable[[Tensor, int], Tensor] | None = None) -> KernelResult:  # fmt: skip
+    """The exact blocked attention of the call (:func:`~pebench.models.attention.blocked_causal_attention`) with the
+    encoding's biases: built by blocks of query rows where that is the fast route (:attr:`AttentionCall.by_rows`),
+    else the whole mask. ``raw`` ``(B, H, T, T)``: unscaled scores in place of q·kᵀ (PaTH's); ``weights(scores,
+    start)``: the weights of a block of rows from its masked scores in place of softmax (stick-breaking's; a per-key
+    bias from the hidden states is then not used, the weights not being invariant to a constant per row). The
+    helper of the kernels an encoding registers for its own scores or weights."""
+    q, k, v, scale, dropout, want = call.q, call.k, call.v, call.scale, call.dropout, call.want_weights
+    if call.by_rows:
+        return blocked_causal_attention(q, k, v, None, scale, dropout, bias_rows=call.rows(per_key=weights is None),
+                                        weights=weights, raw=raw, want_weights=want)  # fmt: skip
+    return blocked_causal_attention(q, k, v, call.mask(), scale, dropout, weights=weights, raw=raw, want_weights=want)
 
 
 @register_kernel("rows")
 def rows(call: AttentionCall) -> KernelResult:
     """The blocked attention with the bias built by blocks of query rows on the CPU and for packed seeds (always for a
-    bias by rows; in training for a bias from the hidden states); else ``custom`` or ``fused``."""
-    pe = call.pe
-    if call.on_rows and (pe.bias_by_rows or pe.reads_hidden and torch.is_grad_enabled()):
-        return blocked_causal_attention(call.q, call.k, call.v, None, call.scale, call.dropout, bias_rows=call.rows(),
-                                        weights=call.weights(), raw=call.raw(),
-                                        want_weights=call.want_weights)  # fmt: skip
-    return custom(call) if pe.custom_scores or pe.custom_attention_weights else fused(call)
+    bias by rows; in training for a bias from the hidden states): :func:`blocked`; else ``fused``."""
+    return blocked(call) if call.by_rows else fused(call)

@@ -6,7 +6,8 @@ The model keeps the state in the forward pass's scratch space (the ``shared`` di
 1. :func:`scratch` builds that space before the first block, with the state from
    :meth:`~pebench.encodings.base.PositionalEncoding.init_state`;
 2. in layer ``n`` the attention transforms q and k with the state
-   (:meth:`~pebench.encodings.base.PositionalEncoding.transform_qk_with_state`), :func:`with_state_values` appends
+   (:meth:`~pebench.encodings.base.PositionalEncoding.transform_qk` with ``state=``, :func:`qk_keywords`),
+   :func:`with_state_values` appends
    the state's :meth:`~pebench.encodings.base.PositionalEncoding.state_values` to v, so that whichever route computes
    the attention (SDPA, the blocked attention on the CPU, packed seeds under vmap) applies the layer's own weights to
    them without ever building the weights, and :func:`split_state_values` takes the attended channels back off the
@@ -43,12 +44,17 @@ def state_of(pe: PositionalEncoding, shared: dict[str, Tensor | None] | None) ->
     return shared[STATE]  # type: ignore[return-value]
 
 
-def transform_qk(pe: PositionalEncoding, q: Tensor, k: Tensor, shared: dict[str, Tensor | None] | None, layer: int
-                 ) -> tuple[Tensor, Tensor]:  # fmt: skip
-    """q and k transformed with the state entering ``layer`` (unchanged without a state)."""
-    if not pe.carries_state:
-        return q, k
-    return pe.transform_qk_with_state(q, k, state_of(pe, shared), layer)
+def qk_keywords(pe: PositionalEncoding, x: Tensor, shared: dict[str, Tensor | None] | None) -> dict[str, Tensor]:
+    """The keywords of the encoding's :meth:`~pebench.encodings.base.PositionalEncoding.transform_qk` in a layer whose
+    attention enters with hidden states ``x``: ``state`` (the state entering the layer) and ``hidden``, each only for
+    a class whose override names it (:attr:`~pebench.encodings.base.PositionalEncoding.qk_with_state`, with a state
+    carried; :attr:`~pebench.encodings.base.PositionalEncoding.qk_from_hidden`); none for the plain signature."""
+    keywords = {}
+    if pe.qk_with_state and pe.carries_state:
+        keywords["state"] = state_of(pe, shared)
+    if pe.qk_from_hidden:
+        keywords["hidden"] = x
+    return keywords
 
 
 def with_state_values(pe: PositionalEncoding, v: Tensor, shared: dict[str, Tensor | None] | None, layer: int

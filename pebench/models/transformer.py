@@ -61,17 +61,16 @@ class Attention(nn.Module):
 
     def call(self, x: Tensor, positions: Tensor, pe: PositionalEncoding,
              shared: dict[str, Tensor | None] | None = None, want_weights: bool = False) -> AttentionCall:  # fmt: skip
-        """This layer's attention as a kernel receives it: q and k from the projections, transformed by the carried
-        state's hook, then :meth:`~pebench.encodings.base.PositionalEncoding.transform_qk`, then the transform from the
-        hidden states (CARoPE's phases); v with the state's attended channels appended (:mod:`pebench.models.state`).
+        """This layer's attention as a kernel receives it: q and k from the projections, transformed by
+        :meth:`~pebench.encodings.base.PositionalEncoding.transform_qk` (given the carried state and the hidden states
+        where its override names them: :func:`pebench.models.state.qk_keywords`); v with the state's attended channels
+        appended (:mod:`pebench.models.state`).
         ``shared`` is one forward pass's scratch space (a bias shared by the layers, a carried state);
         ``want_weights`` asks the kernel for the weights it uses."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        q, k = pe_state.transform_qk(pe, q, k, shared, self.layer)  # a state carried from layer to layer, if any
-        q, k = pe.transform_qk(q, k, positions, self.layer)
-        if pe.qk_from_hidden:  # a transform read from the hidden states (CARoPE's phases)
-            q, k = pe.transform_qk_from_hidden(q, k, x, positions, self.layer)
+        # with the state carried from layer to layer (TAPE) or the hidden states (CARoPE) where the hook reads them
+        q, k = pe.transform_qk(q, k, positions, self.layer, **pe_state.qk_keywords(pe, x, shared))
         v = pe_state.with_state_values(pe, v, shared, self.layer)
         dropout = self.dropout if self.training else 0.0
         return AttentionCall(q, k, v, x, positions, self.layer, pe, shared, dropout, want_weights)
@@ -178,15 +177,15 @@ class Transformer(nn.Module):
         """Residual stream entering the first block, and the positions used."""
         positions = self._positions(tokens, positions)
         x = self.embed(tokens)
+        if self.encoding.needs:  # a vector from the task's annotations: the tokens never scaled (see ModelConfig)
+            notes = self._annotations(tokens, annotations)
+            vec = self.encoding.embed(positions, annotations=notes, generator=generator)
+            return self.drop(x if vec is None else x + vec.to(x.dtype)), positions
         pos_vec = self.encoding.embed(positions)
         if pos_vec is not None:
             if self.cfg.scale_embeddings:  # balance tokens against the added position vector (Vaswani et al. §3.4)
                 x = x * math.sqrt(self.cfg.d_model)
             x = x + pos_vec.to(x.dtype)
-        if self.encoding.needs:  # never scaled (see ModelConfig)
-            vec = self.encoding.embed_annotations(self._annotations(tokens, annotations), generator)
-            if vec is not None:
-                x = x + vec.to(x.dtype)
         return self.drop(x), positions
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None,

@@ -22,9 +22,11 @@ attention, by blocks of 64 query rows, runs more than one block):
   in place (at the encoding's initial parameters or at random ones, for one that starts out blind, a table at zero);
   an encoding that declares ``position_free`` (NoPE: order from the causal mask alone, which one block cannot read)
   must leave them unchanged instead;
-* ``capabilities``: each declared capability matches the hooks the (innermost) class overrides, a bias declared
-  shared by the layers is the same in the first and the last layer for other queries and keys, and an encoding
-  that declares it reads no index positions gives the same logits at shifted positions;
+* ``capabilities``: the declarations and the roles the (innermost) class implements go together (a per-key bias
+  with the bias from the hidden states, annotations with ``needs``, a state's hooks with ``init_state`` and
+  ``update_state``), a bias declared shared by the layers is the same in the first and the last layer for other
+  queries and keys, and an encoding that declares it reads no index positions gives the same logits at shifted
+  positions;
 * ``throughput vs rope``: training steps per second of this model over those of the same model with ``rope``,
   best of 3 (passes from :data:`MIN_THROUGHPUT`).
 
@@ -44,7 +46,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pebench import encodings, tasks
-from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper, overrides
+from pebench.encodings.base import EncodingContext, PositionalEncoding, Wrapper, derived, names, overrides
 from pebench.models import ModelConfig, Transformer
 from pebench.tasks.base import ANNOTATIONS, IGNORE, Batch, Task
 from pebench.testing.report import FAIL, PASS, SKIP, Property, Report, measured, option_errors
@@ -255,14 +257,12 @@ def capabilities(p: Probe) -> Property:
         inner = inner.inner
     c = type(inner)
     rules = {
-        "key_bias_from_hidden => attn_bias_from_hidden":
-            not overrides(c, "key_bias_from_hidden") or overrides(c, "attn_bias_from_hidden"),
-        "attn_bias_rows => attn_bias": not overrides(c, "attn_bias_rows") or overrides(c, "attn_bias"),
+        "attn_bias: per_key => hidden": not derived(c, "per_key_bias") or derived(c, "reads_hidden"),
         "bias_shared_by_layers => attn_bias": not inner.bias_shared_by_layers or overrides(c, "attn_bias"),
-        "needs <=> embed_annotations": bool(inner.needs) == overrides(c, "embed_annotations"),
+        "needs <=> embed(annotations)": bool(inner.needs) == names(c, "embed", "annotations"),
         "init_state <=> update_state": overrides(c, "init_state") == overrides(c, "update_state"),
-        "transform_qk_with_state or state_values => init_state":
-            overrides(c, "init_state") or not (overrides(c, "transform_qk_with_state") or overrides(c, "state_values")),
+        "transform_qk(state) or state_values => init_state":
+            overrides(c, "init_state") or not (derived(c, "qk_with_state") or overrides(c, "state_values")),
         "needs are known annotations": set(inner.needs) <= set(ANNOTATIONS),
     }  # fmt: skip
     a = p.batch(1)

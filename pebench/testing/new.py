@@ -64,17 +64,17 @@ class ${cls}(PositionalEncoding):
     bias_shared_by_layers = True  # attn_bias ignores q, k and layer: computed once per forward pass
 
     # The hook this encoding implements. The other hooks of PositionalEncoding keep their no-op defaults; override
-    # the ones your method needs (docs/extending.md, "Adding an encoding"):
-    #   embed(positions): a (T, d_model) vector added to the token embeddings (absolute encodings);
+    # the ones your method needs (docs/extending.md, "Adding an encoding"). A variant is a keyword of its hook, passed
+    # only to an override that names it (a capability such as reads_hidden is derived from that: never declare it):
+    #   embed(positions): a (T, d_model) vector added to the token embeddings (absolute encodings); with annotations
+    #     and generator, a vector from the task's per-token annotations (declare needs);
     #   transform_qk(q, k, positions, layer): rotate or extend q and k (rotary; set qk_dim/attn_scale on a new width);
-    #   attn_bias_from_hidden(x, positions, layer): a bias from the hidden states;
-    #   attention_weights(scores, start): weights in place of softmax;
-    #   init_state / transform_qk_with_state / state_values / update_state: a state carried from layer to layer;
-    #   (a capability such as reads_hidden or carries_state is derived from the override: never declare it);
-    #   embed_annotations(annotations, generator): a vector from the task's per-token annotations (declare needs);
-    #   train_positions / eval_positions(batch_size, length, generator): the positions of a training/evaluation batch;
+    #     with hidden (the hidden states) or state (the state from init_state / state_values / update_state);
+    #   attn_bias: with hidden, a bias from the hidden states (per_key: as a vector); with rows, by blocks of rows;
+    #   positions(batch_size, length, generator, train): the positions of a training or evaluation batch;
     #   configure_eval(train_length, eval_length): adapt to the evaluation length before evaluating;
     #   on_step(step, total_steps): follow the training schedule.
+    # Scores or weights other than q·kᵀ and softmax: an attention kernel of your own (kernel = NAME).
     def attn_bias(self, q: Tensor, k: Tensor, positions: Tensor, layer: int) -> Tensor:
         """``b(i, j) = -slope * |i - j|``: ``(T, T)`` for shared positions ``(T,)``, ``(B, 1, T, T)`` for per-sample
         positions ``(B, T)`` (the absolute value changes only the entries j > i, which the causal mask hides)."""

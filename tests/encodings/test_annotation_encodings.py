@@ -54,7 +54,7 @@ def test_abacus_adds_the_table_row_of_the_digit_index_at_evaluation():
     enc = model.encoding
     b = batch()
     idx = b.annotations[DIGIT_INDEX]
-    vec = enc.embed_annotations(b.annotations, None)
+    vec = enc.embed(None, annotations=b.annotations, generator=None)
     assert vec.shape == (*b.inputs.shape, D)
     table = enc.table.weight
     for row in range(idx.shape[0]):
@@ -68,9 +68,9 @@ def test_abacus_adds_the_table_row_of_the_digit_index_at_evaluation():
 
 
 def offsets(enc, annotations, index, gen):
-    """The offset k of each row of ``enc.embed_annotations`` in training, read back from the table (None: a row whose
+    """The offset k of each row of ``enc.embed`` in training, read back from the table (None: a row whose
     digits disagree)."""
-    vec = enc.embed_annotations(annotations, gen)
+    vec = enc.embed(None, annotations=annotations, generator=gen)
     table = enc.table.weight
     ks = []
     for row in range(index.shape[0]):
@@ -98,18 +98,19 @@ def test_abacus_training_offset_is_one_k_per_sequence_within_max_offset_and_seed
     other = offsets(model.encoding, b.annotations, idx, torch.Generator().manual_seed(12))
     assert again == ks and other != ks  # deterministic for a seeded generator
     # at evaluation (generator None) no offset, in train mode too
-    torch.testing.assert_close(model.encoding.embed_annotations(b.annotations, None), model.encoding.table(idx))
+    evaluated = model.encoding.embed(None, annotations=b.annotations, generator=None)
+    torch.testing.assert_close(evaluated, model.encoding.table(idx))
 
 
 def test_abacus_max_offset_zero_and_bad_options():
     model = build("abacus", {"max_offset": 0})
     b = batch()
-    out = model.encoding.embed_annotations(b.annotations, torch.Generator().manual_seed(0))
+    out = model.encoding.embed(None, annotations=b.annotations, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(out, model.encoding.table(b.annotations[DIGIT_INDEX]))
     with pytest.raises(PebenchError, match="max_offset=-1 is out of range"):
         build("abacus", {"max_offset": -1})
     with pytest.raises(LengthError, match="outside the table"):
-        model.encoding.embed_annotations({DIGIT_INDEX: torch.tensor([[1, 2, 65]])}, None)
+        model.encoding.embed(None, annotations={DIGIT_INDEX: torch.tensor([[1, 2, 65]])}, generator=None)
 
 
 # -- position coupling -----------------------------------------------------------------------------------------
@@ -139,7 +140,7 @@ def test_coupling_gives_digits_of_equal_significance_one_vector(training):
     model = build("coupling").train(training)
     b = batch(n=8)
     gen = torch.Generator().manual_seed(0) if training else None
-    vec = model.encoding.embed_annotations(b.annotations, gen)
+    vec = model.encoding.embed(None, annotations=b.annotations, generator=gen)
     groups = significance_groups(b)
     assert any(len(g) == 3 for _, g in groups)
     for row, group in groups:
@@ -168,7 +169,7 @@ def test_coupling_training_start_is_random_per_sequence_and_keeps_ids_in_the_tab
     assert torch.equal(fixed.ids(ids, torch.Generator().manual_seed(5)), ids)
     assert build("coupling").encoding.table.num_embeddings == 64 + 1  # max_position 0: the model's max_len
     with pytest.raises(LengthError, match="raise the option max_position"):
-        enc.embed_annotations({COUPLED_POSITION: torch.tensor([[1, 21]])}, None)
+        enc.embed(None, annotations={COUPLED_POSITION: torch.tensor([[1, 21]])}, generator=None)
 
 
 # -- the model, the runner and the suite -------------------------------------------------------------------------

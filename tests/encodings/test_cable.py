@@ -44,7 +44,7 @@ def test_the_bias_of_a_hand_made_case():
     ]
     # head 1: every slope 1, so B_ij = -(i - j)
     head1 = [[-(i - j) if j <= i else 0.0 for j in range(4)] for i in range(4)]
-    bias = pe.attn_bias_from_hidden(x, torch.arange(4), layer).detach()
+    bias = pe.attn_bias(None, None, torch.arange(4), layer, hidden=x).detach()
     assert bias.shape == (1, HEADS, 4, 4)
     visible = torch.ones(4, 4, dtype=torch.bool).tril()
     torch.testing.assert_close(bias[0, 0][visible], torch.tensor(head0)[visible], atol=1e-5, rtol=0)
@@ -59,7 +59,7 @@ def test_a_token_independent_slope_is_alibi():
     pe = built({"init": "alibi"}, ctx)
     with torch.no_grad():
         pe.slope_weight.zero_()
-    bias = pe.attn_bias_from_hidden(torch.randn(3, 9, 16), torch.arange(9), LAYERS - 1).detach()
+    bias = pe.attn_bias(None, None, torch.arange(9), LAYERS - 1, hidden=torch.randn(3, 9, 16)).detach()
     distance = (torch.arange(9)[:, None] - torch.arange(9)[None, :]).float()
     visible = distance >= 0
     for h, m in enumerate([0.25, 0.0625, 0.015625, 0.00390625]):
@@ -73,8 +73,8 @@ def test_the_per_key_bias_differs_from_the_full_bias_by_a_constant_per_row():
         pe.slope_bias.add_(torch.randn_like(pe.slope_bias))
         pe.slope_weight.mul_(30)
     x = torch.randn(2, 9, D, generator=torch.Generator().manual_seed(4))
-    full = pe.attn_bias_from_hidden(x, torch.arange(9), 1).detach()
-    per_key = pe.key_bias_from_hidden(x, torch.arange(9), 1).detach()
+    full = pe.attn_bias(None, None, torch.arange(9), 1, hidden=x).detach()
+    per_key = pe.attn_bias(None, None, torch.arange(9), 1, hidden=x, per_key=True).detach()
     assert per_key.shape == (2, HEADS, 9)
     for i in range(9):  # over the visible keys j <= i, B_ij - b_j is the row's constant
         row = full[..., i, : i + 1] - per_key[..., : i + 1]
@@ -92,8 +92,9 @@ def test_cable_is_fox_with_the_gate_sign_flipped():
         fox.gate_bias.copy_(-cable.slope_bias)
     x = torch.randn(2, 7, D)
     visible = torch.ones(7, 7, dtype=torch.bool).tril()
-    torch.testing.assert_close(cable.attn_bias_from_hidden(x, torch.arange(7), 0)[..., visible],
-                               fox.attn_bias_from_hidden(x, torch.arange(7), 0)[..., visible], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(cable.attn_bias(None, None, torch.arange(7), 0, hidden=x)[..., visible],
+                               fox.attn_bias(None, None, torch.arange(7), 0, hidden=x)[..., visible], atol=1e-5,
+                               rtol=1e-5)  # fmt: skip
 
 
 def test_initialisation_follows_the_released_code_and_bad_options_are_one_line():

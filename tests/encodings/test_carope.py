@@ -58,13 +58,13 @@ def test_the_phases_of_a_small_case_by_hand():
     x = torch.eye(8)[:3].unsqueeze(0)  # token t's hidden state is the unit vector e_t
     gen = torch.Generator().manual_seed(0)
     q, k = torch.randn(1, 2, 3, 4, generator=gen), torch.randn(1, 2, 3, 4, generator=gen)
-    q2, k2 = pe.transform_qk_from_hidden(q, k, x, torch.arange(3), layer=1)
+    q2, k2 = pe.transform_qk(q, k, torch.arange(3), 1, hidden=x)
     phases = {0: [[1, 0.5], [2, 0.75], [3, 1.25]], 1: [[1, 1 / 3], [2, 2 / 3], [3, 13 / 15]]}
     for h in range(2):
         torch.testing.assert_close(q2[0, h].double(), rotated_by_hand(q[0, h], phases[h]), atol=1e-6, rtol=1e-6)
         torch.testing.assert_close(k2[0, h].double(), rotated_by_hand(k[0, h], phases[h]), atol=1e-6, rtol=1e-6)
     # layer 0's projection is another one: there, every token has the initial frequency
-    q0, _ = pe.transform_qk_from_hidden(q, k, x, torch.arange(3), layer=0)
+    q0, _ = pe.transform_qk(q, k, torch.arange(3), 0, hidden=x)
     assert not torch.allclose(q0, q2)
 
 
@@ -78,7 +78,7 @@ def test_a_constant_frequency_gives_ropes_angles():
     gen = torch.Generator().manual_seed(1)
     q, k = torch.randn(2, HEADS, t, dh, generator=gen), torch.randn(2, HEADS, t, dh, generator=gen)
     x = torch.randn(2, t, D, generator=gen)
-    q2, k2 = pe.transform_qk_from_hidden(q, k, x, torch.arange(t), layer=0)
+    q2, k2 = pe.transform_qk(q, k, torch.arange(t), 0, hidden=x)
     theta = 500.0 ** (-2 / dh)
     phases = [[m * theta**i for i in range(dh // 2)] for m in range(1, t + 1)]
     for b in range(2):
@@ -103,7 +103,7 @@ def test_the_score_of_m_and_n_depends_only_on_the_tokens_between_them():
     x = torch.randn(1, t, D, generator=gen)
 
     def score(hidden: torch.Tensor) -> torch.Tensor:
-        q2, k2 = pe.transform_qk_from_hidden(q, k, hidden, torch.arange(t), 0)
+        q2, k2 = pe.transform_qk(q, k, torch.arange(t), 0, hidden=hidden)
         return (q2[..., m, :] * k2[..., n, :]).sum(-1).detach()
 
     before = x.clone()
@@ -152,7 +152,7 @@ def test_the_model_transforms_q_and_k_in_every_layer_on_every_path_and_ignores_p
     torch.testing.assert_close(maps.sum(-1), torch.ones(2, HEADS, 10))
 
 
-def test_a_wrapper_forwards_the_new_hooks():
+def test_a_wrapper_forwards_the_roles_with_their_keywords():
     class Passthrough(Wrapper):
         name = "passthrough_carope_test"
 
@@ -162,11 +162,10 @@ def test_a_wrapper_forwards_the_new_hooks():
 
     carope, path = built(), encodings.build("path", CTX)
     wrapped, wrapped_path = Passthrough(CTX, carope), Passthrough(CTX, path)
-    assert wrapped.qk_from_hidden and not wrapped.custom_scores
-    assert wrapped_path.custom_scores and not wrapped_path.qk_from_hidden
+    assert wrapped.qk_from_hidden and wrapped.attention_kernel == "fused" and not Passthrough.qk_from_hidden
+    assert wrapped_path.attention_kernel == "path" and not wrapped_path.qk_from_hidden  # its scores: its kernel's
     q, k, x = torch.randn(2, HEADS, 5, D // HEADS), torch.randn(2, HEADS, 5, D // HEADS), torch.randn(2, 5, D)
-    for got, want in zip(wrapped.transform_qk_from_hidden(q, k, x, torch.arange(5), 1),
-                         carope.transform_qk_from_hidden(q, k, x, torch.arange(5), 1), strict=True):  # fmt: skip
+    for got, want in zip(wrapped.transform_qk(q, k, torch.arange(5), 1, hidden=x),
+                         carope.transform_qk(q, k, torch.arange(5), 1, hidden=x), strict=True):  # fmt: skip
         torch.testing.assert_close(got, want)
-    torch.testing.assert_close(wrapped_path.attention_scores(q, k, x, torch.arange(5), 1),
-                               path.attention_scores(q, k, x, torch.arange(5), 1))
+    assert not torch.allclose(carope.transform_qk(q, k, torch.arange(5), 1, hidden=x)[0], q)

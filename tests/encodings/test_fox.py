@@ -28,8 +28,9 @@ def test_the_bias_is_the_sum_of_log_gates_between_key_and_query():
         pe.gate_weight.mul_(20)
     x = torch.randn(2, 7, D, generator=torch.Generator().manual_seed(1))
     layer = 1
-    bias = pe.attn_bias_from_hidden(x, torch.arange(7), layer).detach()
+    bias = pe.attn_bias(None, None, torch.arange(7), layer, hidden=x).detach()
     assert bias.shape == (2, HEADS, 7, 7)
+    assert pe.attn_bias(None, None, torch.arange(7), layer) is None  # no part from positions or q, k
     w, b = pe.gate_weight[layer].detach(), pe.gate_bias[layer].detach()
     for batch in range(2):
         for h in range(HEADS):
@@ -45,8 +46,8 @@ def test_the_per_key_bias_differs_from_the_full_bias_by_a_constant_per_row():
     with torch.no_grad():
         pe.gate_bias.add_(torch.randn_like(pe.gate_bias))
     x = torch.randn(2, 9, D, generator=torch.Generator().manual_seed(4))
-    full = pe.attn_bias_from_hidden(x, torch.arange(9), 1).detach()
-    per_key = pe.key_bias_from_hidden(x, torch.arange(9), 1).detach()
+    full = pe.attn_bias(None, None, torch.arange(9), 1, hidden=x).detach()
+    per_key = pe.attn_bias(None, None, torch.arange(9), 1, hidden=x, per_key=True).detach()
     assert per_key.shape == (2, HEADS, 9)
     for i in range(9):  # over the visible keys j <= i, D_ij - b_j is the row's constant (c_i)
         row = full[..., i, : i + 1] - per_key[..., : i + 1]
@@ -59,7 +60,7 @@ def test_a_constant_gate_is_alibi_with_slope_minus_log_f():
     with torch.no_grad():
         pe.gate_weight.zero_()
         pe.gate_bias.copy_(torch.log(f / (1 - f)).expand(LAYERS, HEADS))  # σ(b) = f
-    bias = pe.attn_bias_from_hidden(torch.randn(3, 9, D), torch.arange(9), 0)
+    bias = pe.attn_bias(None, None, torch.arange(9), 0, hidden=torch.randn(3, 9, D))
     distance = (torch.arange(9)[:, None] - torch.arange(9)[None, :]).float()
     for h in range(HEADS):
         expected = -distance * (-math.log(float(f[h])))

@@ -177,7 +177,8 @@ def test_ssmax_scales_a_shared_bias_per_layer():
     f = 0.43 * torch.arange(1, 6, dtype=torch.float32).log()[:, None]  # row i: 0.43·ln(i + 1)
     torch.testing.assert_close(first, plain * f, atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(second, 2 * first, atol=1e-6, rtol=1e-6)
-    assert encodings.build("ssmax_fox", ctx()).key_bias_from_hidden(torch.zeros(1, 5, D), pos, 0) is None
+    ssmax_fox = encodings.build("ssmax_fox", ctx())
+    assert ssmax_fox.attn_bias(None, None, pos, 0, hidden=torch.zeros(1, 5, D), per_key=True) is None
 
 
 @pytest.mark.parametrize(("options", "message"), [

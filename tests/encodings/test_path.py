@@ -16,6 +16,7 @@ from pebench.encodings import EncodingContext
 from pebench.encodings.path import block_size, path_score_rows, path_scores
 from pebench.encodings.precision import upcast
 from pebench.errors import OptionError
+from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, KernelResult, blocked, register_kernel
 from pebench.models.transformer import ModelConfig, Transformer
 
 VOCAB, D, HEADS, LAYERS = 17, 32, 4, 2
@@ -227,7 +228,7 @@ def test_the_encodings_scores_follow_the_parametrisation(conv):
     t, dh = 9, D // HEADS
     x = torch.randn(2, t, D, generator=gen)
     q, k = torch.randn(2, HEADS, t, dh, generator=gen), torch.randn(2, HEADS, t, dh, generator=gen)
-    got = pe.attention_scores(q, k, x, torch.arange(t), 1).detach().double()
+    got = pe.scores(q, k, x, 1).detach().double()
     visible = torch.ones(t, t, dtype=torch.bool).tril()
     for b in range(2):
         w, beta = reference_transforms(pe, x[b], 1)
@@ -299,8 +300,9 @@ def test_the_model_uses_the_scores_in_every_layer_on_every_route_and_ignores_pos
 def test_the_scores_by_rows_are_those_of_the_whole_scores_and_the_kernel_attends_as_the_blocked_attention():
     """PaTH's kernel (pebench/encodings/path.py) reads its scores by chunks of query rows: each chunk holds exactly
     the entries of :func:`path_scores` for its rows and every key up to its chunk's end (so every key a row can see),
-    and the layer's output equals that of the model's blocked attention on the whole scores (the ``custom`` kernel),
-    forward and backward, in training and evaluation."""
+    and the layer's output equals that of the model's blocked attention on the whole scores (a kernel calling
+    :func:`pebench.models.kernels.blocked` with :meth:`PaTH.scores`), forward and backward, in training and
+    evaluation."""
     g = torch.Generator().manual_seed(3)
     for t in (5, 16, 70, 129):
         q, k, w = (torch.randn(2, 3, t, 8, generator=g, dtype=torch.float64) for _ in range(3))
@@ -317,11 +319,19 @@ def test_the_scores_by_rows_are_those_of_the_whole_scores_and_the_kernel_attends
                         encodings.build("path", CTX))  # fmt: skip
     tokens = torch.randint(0, VOCAB, (2, 70), generator=g)
     outputs = {}
-    for kernel in ("path", "custom"):
-        model.encoding.kernel = kernel  # type: ignore[misc]
-        model.zero_grad()
-        out = model.train()(tokens)
-        out.square().mean().backward()
-        with torch.no_grad():
-            outputs[kernel] = (out.detach(), model.eval()(tokens), [p.grad.clone() for p in model.parameters()])
-    torch.testing.assert_close(outputs["path"], outputs["custom"], atol=1e-6, rtol=1e-5)
+
+    @register_kernel("test_path_whole")
+    def whole_scores(call: AttentionCall) -> KernelResult:  # the model's blocked attention on PaTH's whole scores
+        return blocked(call, raw=call.pe.scores(call.q, call.k, call.x, call.layer))  # type: ignore[operator]
+
+    try:
+        for kernel in ("path", "test_path_whole"):
+            model.encoding.kernel = kernel  # type: ignore[misc]
+            model.zero_grad()
+            out = model.train()(tokens)
+            out.square().mean().backward()
+            with torch.no_grad():
+                outputs[kernel] = (out.detach(), model.eval()(tokens), [p.grad.clone() for p in model.parameters()])
+    finally:
+        ATTENTION_KERNELS.pop("test_path_whole")
+    torch.testing.assert_close(outputs["path"], outputs["test_path_whole"], atol=1e-6, rtol=1e-5)

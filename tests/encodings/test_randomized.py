@@ -41,33 +41,33 @@ def assert_ordered_subset(pos: torch.Tensor, batch: int, length: int, limit: int
 
 def test_randomized_training_positions():
     enc = encodings.build("randomized_rope", ctx(max_len=100), {"max_position": 100})
-    pos = enc.train_positions(8, 30, gen())
+    pos = enc.positions(8, 30, gen(), train=True)
     assert_ordered_subset(pos, 8, 30, 100)
     assert len({tuple(r) for r in pos.tolist()}) == 8  # drawn per sample
     assert pos.max() > 30  # positions beyond the training length are used
-    assert torch.equal(pos, enc.train_positions(8, 30, gen()))
+    assert torch.equal(pos, enc.positions(8, 30, gen(), train=True))
     with pytest.raises(LengthError, match="valid: <= 100"):
-        enc.train_positions(1, 101, gen())
+        enc.positions(1, 101, gen(), train=True)
 
 
 def test_evaluation_positions_are_ordered_random_subsets_of_0_to_L():
     enc = encodings.build("randomized_rope", ctx(), {"max_position": 300})
     g = gen()
-    first, second = enc.eval_positions(16, 40, g), enc.eval_positions(16, 40, g)
+    first, second = enc.positions(16, 40, g, train=False), enc.positions(16, 40, g, train=False)
     for pos in (first, second):
         assert_ordered_subset(pos, 16, 40, 300)
         assert len({tuple(r) for r in pos.tolist()}) == 16  # every sample draws its own
     assert not torch.equal(first, second)  # and every batch
     assert first.max() >= 40  # not 0..T-1
     with pytest.raises(LengthError, match="evaluation length 301 exceeds max_position 300; valid: <= 300"):
-        enc.eval_positions(1, 301, g)
+        enc.positions(1, 301, g, train=False)
 
 
 def test_evaluation_positions_are_uniform_subsets():
     # a uniform random T-subset of {0..L-1}, sorted: its k-th smallest (k = 1..T) has mean k(L+1)/(T+1) - 1, and
     # every position is in the subset with probability T/L
     big_l, t, n = 200, 9, 4000
-    pos = encodings.build("randomized_rope", ctx(), {"max_position": big_l}).eval_positions(n, t, gen(3))
+    pos = encodings.build("randomized_rope", ctx(), {"max_position": big_l}).positions(n, t, gen(3), train=False)
     expected = torch.tensor([k * (big_l + 1) / (t + 1) - 1 for k in range(1, t + 1)])
     # std of an order statistic here is at most ~L/(2 sqrt(T+2)) ≈ 30; over 4000 samples the mean's is < 0.5
     torch.testing.assert_close(pos.double().mean(0), expected.double(), atol=2.5, rtol=0)
@@ -78,14 +78,14 @@ def test_evaluation_positions_are_uniform_subsets():
 
 def test_evaluation_positions_come_from_the_given_generator():
     enc = encodings.build("randomized_learned", ctx())
-    assert torch.equal(enc.eval_positions(4, 20, gen(7)), enc.eval_positions(4, 20, gen(7)))
-    assert not torch.equal(enc.eval_positions(4, 20, gen(7)), enc.eval_positions(4, 20, gen(8)))
+    assert torch.equal(enc.positions(4, 20, gen(7), train=False), enc.positions(4, 20, gen(7), train=False))
+    assert not torch.equal(enc.positions(4, 20, gen(7), train=False), enc.positions(4, 20, gen(8), train=False))
 
 
 def test_plain_evaluates_on_0_to_T_minus_1():
     enc = encodings.build("randomized_rope", ctx(), {"eval_positions": "plain"})
-    assert enc.eval_positions(4, 20, gen()) is None  # the model's default, 0..T-1
-    assert enc.train_positions(4, 20, gen()).max() >= 20  # training is unchanged
+    assert enc.positions(4, 20, gen(), train=False) is None  # the model's default, 0..T-1
+    assert enc.positions(4, 20, gen(), train=True).max() >= 20  # training is unchanged
 
 
 # -- options -------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.base import Wrapper
 from pebench.encodings.stick_breaking import stick_breaking_weights
+from pebench.models.kernels import SOFTMAX_KERNELS
 from pebench.models.transformer import ModelConfig, Transformer
 
 VOCAB, D, HEADS, LAYERS = 17, 32, 4, 2
@@ -141,7 +142,11 @@ def test_the_model_uses_stick_breaking_weights_not_softmax():
         torch.testing.assert_close(model(tokens), model(tokens, torch.arange(12) + 37))
 
 
-def test_a_wrapper_forwards_the_new_capabilities_and_hooks():
+def test_a_wrapper_forwards_the_kernel_and_the_roles_with_their_keywords():
+    """A wrapper's kernel and derived capabilities are its inner encoding's: stick-breaking's kernel finds the
+    weights of the encoding it wraps (the same output), FoX's bias from the hidden states is forwarded with its
+    keywords."""
+
     class Passthrough(Wrapper):
         name = "passthrough_test_wrapper"
 
@@ -151,10 +156,17 @@ def test_a_wrapper_forwards_the_new_capabilities_and_hooks():
 
     sb, fox = encodings.build("stick_breaking", CTX), encodings.build("fox", CTX)
     wrapped_sb, wrapped_fox = Passthrough(CTX, sb), Passthrough(CTX, fox)
-    assert wrapped_sb.custom_attention_weights and not wrapped_sb.reads_hidden
-    assert wrapped_fox.reads_hidden and not wrapped_fox.custom_attention_weights
-    z = torch.randn(1, 1, 4, 6)
-    torch.testing.assert_close(wrapped_sb.attention_weights(z, 2), sb.attention_weights(z, 2))
+    assert wrapped_sb.attention_kernel == "stick_breaking" and not wrapped_sb.reads_hidden
+    assert wrapped_fox.reads_hidden and wrapped_fox.per_key_bias and wrapped_fox.attention_kernel == "rows"
+    assert "stick_breaking" not in SOFTMAX_KERNELS and "rows" in SOFTMAX_KERNELS
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS), sb).eval()
+    tokens = torch.randint(0, VOCAB, (2, 9))
+    with torch.no_grad():
+        alone = model(tokens)
+        model.encoding = wrapped_sb
+        torch.testing.assert_close(model(tokens), alone, atol=0, rtol=0)
     x = torch.randn(2, 5, D)
-    torch.testing.assert_close(wrapped_fox.attn_bias_from_hidden(x, torch.arange(5), 1),
-                               fox.attn_bias_from_hidden(x, torch.arange(5), 1))
+    for per_key in (False, True):
+        torch.testing.assert_close(wrapped_fox.attn_bias(None, None, torch.arange(5), 1, hidden=x, per_key=per_key),
+                                   fox.attn_bias(None, None, torch.arange(5), 1, hidden=x, per_key=per_key))

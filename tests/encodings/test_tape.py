@@ -65,7 +65,7 @@ def reference_scores(q: torch.Tensor, k: torch.Tensor, state: torch.Tensor) -> t
 
 
 def scores(pe: encodings.PositionalEncoding, q: torch.Tensor, k: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-    qt, kt = pe.transform_qk_with_state(q, k, state, 0)
+    qt, kt = pe.transform_qk(q, k, torch.arange(q.shape[-2]), 0, state=state)
     return (qt @ kt.transpose(-1, -2)).double()
 
 
@@ -283,12 +283,14 @@ def test_options_and_wrappers():
         torch.manual_seed(0)
         model = Transformer(ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS),
                             encodings.build(name, CTX, opts)).eval()  # fmt: skip
-        assert model.encoding.carries_state
+        assert model.encoding.carries_state and model.encoding.qk_with_state  # the wrapped encoding's capabilities
         with torch.no_grad():
             assert torch.isfinite(model(x)).all()
     q, k = torch.randn(2, 1, HEADS, T, HD).unbind(0)
+    state = torch.randn(1, HEADS, T, HD)
+    assert not torch.equal(model.encoding.transform_qk(q, k, torch.arange(T), 0, state=state)[0], q)  # before the drop
     model.encoding.on_step(99, 100)  # DroPE after its drop: the base's state no longer transforms q and k
-    assert model.encoding.transform_qk_with_state(q, k, torch.randn(1, HEADS, T, HD), 0) == (q, k)
+    assert model.encoding.transform_qk(q, k, torch.arange(T), 0, state=state) == (q, k)
 
 
 def test_conformance_kit_with_other_options():

@@ -14,7 +14,7 @@ from plugin_files import BROKEN_ENCODINGS, POSITION_BLIND, WRONG_SHAPE, write
 
 from pebench import encodings, tasks
 from pebench.encodings.alibi import ALiBi
-from pebench.encodings.base import DERIVED_CAPABILITIES, PositionalEncoding
+from pebench.encodings.base import DERIVED_CAPABILITIES, RETIRED_HOOKS, EncodingContext, PositionalEncoding, Wrapper
 from pebench.tasks.k_back import KBack
 from pebench.testing import FAIL, PASS, SKIP, assert_conforms, check, check_encoding, check_task
 
@@ -22,6 +22,7 @@ ENCODING_PROPERTIES = ["hook shapes", "causality", "batch independence", "determ
                        "option errors", "shift invariance", "uses position", "capabilities",
                        "throughput vs rope"]  # fmt: skip
 TASK_PROPERTIES = ["declarations", "batch layout", "determinism", "lengths", "option errors"]
+CONTEXT = EncodingContext(d_model=16, n_heads=2, n_layers=1, max_len=32)
 BROKEN = {"leaks_future": "causality", "batch_dependent": "batch independence", "non_deterministic": "determinism"}
 
 
@@ -83,13 +84,14 @@ def test_assert_conforms_for_the_users_own_tests(isolated, tmp_path):
 
 
 class KeyBiasAlone(PositionalEncoding):
-    """Gives a per-key bias from the hidden states without attn_bias_from_hidden: the model would never call it."""
+    """Gives a per-key bias without the bias from the hidden states (attn_bias names per_key, not hidden): the model
+    would never ask for it."""
 
     name = "key_bias_alone"
     family = "content"
     position_free = True
 
-    def key_bias_from_hidden(self, x, positions, layer):
+    def attn_bias(self, q, k, positions, layer, *, per_key=False):
         return None
 
 
@@ -124,6 +126,28 @@ class StateValuesWithoutState(PositionalEncoding):
         return state
 
 
+class StateTransformWithoutState(PositionalEncoding):
+    """Transforms q and k with a state (transform_qk names state) without init_state: no state would be carried."""
+
+    name = "stateless_transform"
+    family = "content"
+    position_free = True
+
+    def transform_qk(self, q, k, positions, layer, *, state=None):
+        return q, k
+
+
+class AnnotationsWithoutNeeds(PositionalEncoding):
+    """Reads annotations in embed without declaring needs: the model would never pass them."""
+
+    name = "annotations_without_needs"
+    family = "none"
+    position_free = True
+
+    def embed(self, positions, annotations=None, generator=None):
+        return None
+
+
 class GlobalRandomTask(KBack):
     """Draws its tokens from the global generator, not from the one it is given."""
 
@@ -139,28 +163,58 @@ def test_capabilities_and_task_determinism_fail_by_name():
     report = check_encoding(KeyBiasAlone, speed=False)
     assert report.failed == ["capabilities"]
     (cap,) = [p for p in report.properties if p.name == "capabilities"]
-    assert cap.measured == "6/7" and cap.detail == "inconsistent: key_bias_from_hidden => attn_bias_from_hidden"
+    assert cap.measured == "5/6" and cap.detail == "inconsistent: attn_bias: per_key => hidden"
     for cls, rule in ((StateNeverUpdated, "init_state <=> update_state"),
-                      (StateValuesWithoutState, "transform_qk_with_state or state_values => init_state")):  # fmt: skip
+                      (StateValuesWithoutState, "transform_qk(state) or state_values => init_state"),
+                      (StateTransformWithoutState, "transform_qk(state) or state_values => init_state"),
+                      (AnnotationsWithoutNeeds, "needs <=> embed(annotations)")):  # fmt: skip
         (cap,) = [p for p in check_encoding(cls, speed=False).properties if p.name == "capabilities"]
-        assert cap.status == FAIL and cap.measured == "6/7" and cap.detail == f"inconsistent: {rule}"
+        assert cap.status == FAIL and cap.measured == "5/6" and cap.detail == f"inconsistent: {rule}"
     (line,) = [x for x in check_encoding(UnknownKernel, speed=False).lines() if x.startswith("  FAIL")]
-    assert "names the attention kernel 'no_such_kernel'; registered: custom, fused, path, rows" in line
+    assert "names the attention kernel 'no_such_kernel'; registered: fused, path, rows, stick_breaking" in line
     assert report.source == f"module {__name__}"
     report = check_task(GlobalRandomTask)
     assert report.failed == ["determinism"], "\n".join(report.lines())
 
 
+NAMING = {  # an override naming each keyword (None: any override)
+    None: lambda self, positions, batch_size: None,
+    "rows": lambda self, q, k, positions, layer, *, rows=None: None,
+    "hidden": lambda self, q, k, positions, layer, *, hidden=None: None,
+    "per_key": lambda self, q, k, positions, layer, *, per_key=False: None,
+    "state": lambda self, q, k, positions, layer, *, state=None: None,
+}
+
+
 @pytest.mark.parametrize("flag", DERIVED_CAPABILITIES)
-def test_a_capability_is_derived_from_the_hook_overridden_and_a_declaration_is_refused(flag):
-    hook = DERIVED_CAPABILITIES[flag]
-    overriding = type("Overriding", (PositionalEncoding,), {hook: getattr(PositionalEncoding, hook)})
+def test_a_capability_is_derived_from_the_override_naming_its_keyword_and_a_declaration_is_refused(flag):
+    hook, keyword = DERIVED_CAPABILITIES[flag]
+    base = getattr(PositionalEncoding, hook)
+    overriding = type("Overriding", (PositionalEncoding,), {hook: base})
     assert getattr(PositionalEncoding, flag) is False and getattr(overriding, flag) is False  # the base's own hook
-    overriding = type("Overriding", (PositionalEncoding,), {hook: lambda self, *args: None})
+    plain = type("Plain", (PositionalEncoding,), {hook: lambda self, *args, **kwargs: None})
+    assert getattr(plain, flag) is (keyword is None)  # **kwargs names no keyword
+    overriding = type("Overriding", (PositionalEncoding,), {hook: NAMING[keyword]})
     assert getattr(overriding, flag) is True and getattr(type("Sub", (overriding,), {}), flag) is True
-    refused = rf"^encoding class Declares declares {flag}: that capability is now derived from the hook it overrides "
-    with pytest.raises(TypeError, match=refused + rf"\({hook}\); remove the declaration$"):
+    assert getattr(overriding(CONTEXT), flag) is True  # on an instance alike
+    with pytest.raises(AttributeError, match="derived"):
+        setattr(overriding(CONTEXT), flag, False)
+    refused = rf"^encoding class Declares declares {flag}: that capability is now derived from its {hook}"
+    with pytest.raises(TypeError, match=refused + r".*; remove the declaration$"):
         type("Declares", (PositionalEncoding,), {flag: True})
+
+
+@pytest.mark.parametrize("hook", RETIRED_HOOKS)
+def test_a_class_defining_a_hook_of_the_former_contract_is_a_one_line_error_naming_its_new_role(hook):
+    with pytest.raises(TypeError) as err:
+        type("Former", (PositionalEncoding,), {hook: lambda self, *args: None})
+    message = str(err.value)
+    assert "\n" not in message and message == (f"encoding class Former defines {hook}, a hook of the former contract; "
+                                                f"implement instead: {RETIRED_HOOKS[hook]} (docs/extending.md)")
+    role = RETIRED_HOOKS[hook].split("(")[0]
+    assert role in ("embed", "transform_qk", "attn_bias", "positions", "an attention kernel, kernel = NAME ")
+    with pytest.raises(TypeError, match=f"defines {hook}, a hook of the former contract"):
+        type("FormerWrapper", (Wrapper,), {hook: lambda self, *args: None})  # a wrapper too
 
 
 def test_a_class_that_cannot_be_built_fails_builds_in_one_line():
@@ -218,6 +272,26 @@ def test_a_hook_of_the_wrong_shape_is_one_line_naming_file_hook_and_shape(isolat
         "(H, T, T) = (2, 240, 240) or (B, H, T, T) = (3, 2, 240, 240) (or broadcastable to it), a floating "
         "dtype"))  # fmt: skip
     assert report.lines()[0] == f"encoding wrong_shape (plugin {path}): FAILS hook shapes"
+
+
+def test_a_variant_of_the_wrong_shape_is_named_with_its_keyword():
+    """Each variant of a role has its own rule: the bias from the hidden states (``attn_bias(hidden)``) is one per
+    sample, and its per-key form a vector."""
+
+    class SharedHiddenBias(PositionalEncoding):
+        name = "shared_hidden_bias"
+        family = "content"
+        position_indexed = False
+
+        def attn_bias(self, q, k, positions, layer, *, hidden=None, per_key=False):
+            if hidden is None:
+                return None
+            t = hidden.shape[1]
+            return hidden.new_zeros(t, t + 1) if not per_key else hidden.new_zeros(hidden.shape[0], t)
+
+    (prop,) = check_encoding(SharedHiddenBias, speed=False).properties
+    assert prop.measured == "attn_bias(hidden)" and "attn_bias(hidden) returned (240, 241) torch.float32; expected " \
+        "None or (B, H, T, T) = (3, 2, 240, 240)" in prop.detail  # fmt: skip
 
 
 def test_a_hook_of_the_wrong_dtype_is_named_with_the_dtype_expected():

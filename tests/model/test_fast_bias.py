@@ -2,11 +2,13 @@
 causal attention used for biases that need a gradient, and the position memo (issue 17, item 3).
 
 The reference is written out here from the definition softmax(q·kᵀ/√d + bias + causal)·v (the encoding's own
-attention weights in place of softmax, and its own scores in place of q·kᵀ, where it declares them), independently
-of the model's attention code, and compared for every registered encoding on logits and on every parameter's
-gradient."""
+attention weights in place of softmax, and its own scores in place of q·kᵀ, where its kernel computes them:
+:data:`CUSTOM`), independently of the model's attention code, and compared for every registered encoding on logits and
+on every parameter's gradient."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -15,9 +17,10 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from pebench import encodings
 from pebench.encodings import EncodingContext
-from pebench.encodings.base import DERIVED_CAPABILITIES, PositionMemo
+from pebench.encodings.base import DERIVED_CAPABILITIES, PositionalEncoding, PositionMemo, RowBlock
 from pebench.encodings.tape import TAPE
 from pebench.models import attention as tm
+from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, KernelResult, blocked, register_kernel
 from pebench.models.transformer import ModelConfig, Transformer
 
 VOCAB, D, LAYERS, HEADS, MAX_LEN = 17, 32, 2, 4, 256
@@ -36,6 +39,27 @@ def make_model(name: str) -> Transformer:
     return model
 
 
+CUSTOM = {"path": "scores", "stick_breaking": "weights", "test_combined": "scores weights"}
+"""The kernels that compute scores in place of q·kᵀ (``scores(q, k, x, layer)``) or weights in place of softmax
+(``weights(scores, start)``) with the encoding's methods of those names."""
+
+
+def custom_scores(pe: PositionalEncoding) -> object:
+    """The encoding's own scores its kernel uses in place of q·kᵀ (PaTH's); None: q·kᵀ."""
+    return getattr(pe, "scores", None) if "scores" in CUSTOM.get(pe.attention_kernel, "") else None
+
+
+def custom_weights(pe: PositionalEncoding) -> object:
+    """The encoding's own weights its kernel uses in place of softmax (stick-breaking's); None: softmax."""
+    return getattr(pe, "weights", None) if "weights" in CUSTOM.get(pe.attention_kernel, "") else None
+
+
+def keywords(pe: PositionalEncoding, state: torch.Tensor | None, h: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The keywords of transform_qk the class's override names (the carried state, the hidden states)."""
+    return {**({"state": state} if pe.qk_with_state and state is not None else {}),
+            **({"hidden": h} if pe.qk_from_hidden else {})}  # fmt: skip
+
+
 def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch.Tensor | None,
                       maps: list[torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
     """The model's forward with attention written out densely: no SDPA, no memo, no sharing, no blocks (each layer's
@@ -50,20 +74,18 @@ def reference_forward(model: Transformer, tokens: torch.Tensor, positions: torch
         h = block.attn_norm(x)
         b = h.shape[0]
         q, k, v = attn.qkv(h).view(b, t, 3, attn.n_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
-        if state is not None:
-            q, k = pe.transform_qk_with_state(q, k, state, attn.layer)
-        q, k = pe.transform_qk(q, k, pos, attn.layer)
-        if pe.qk_from_hidden:  # a transform of q and k read from the hidden states (CARoPE's phases)
-            q, k = pe.transform_qk_from_hidden(q, k, h, pos, attn.layer)
-        raw = pe.attention_scores(q, k, h, pos, attn.layer) if pe.custom_scores else q @ k.transpose(-1, -2)
+        # with the state entering the layer (TAPE) and the hidden states (CARoPE's phases) where the hook reads them
+        q, k = pe.transform_qk(q, k, pos, attn.layer, **keywords(pe, state, h))
+        own_scores, own_weights = custom_scores(pe), custom_weights(pe)
+        raw = own_scores(q, k, h, attn.layer) if own_scores else q @ k.transpose(-1, -2)  # type: ignore[operator]
         scores = raw * pe.attn_scale  # the encoding's own scores in place of q·kᵀ (PaTH)
         bias = pe.attn_bias(q, k, pos, attn.layer)
         if bias is not None:
             scores = scores + bias
         if pe.reads_hidden:  # a bias from the hidden states entering the attention (FoX's forget gates)
-            scores = scores + pe.attn_bias_from_hidden(h, pos, attn.layer)
+            scores = scores + pe.attn_bias(q, k, pos, attn.layer, hidden=h)
         scores = scores.masked_fill(~causal, float("-inf"))
-        probs = pe.attention_weights(scores, 0) if pe.custom_attention_weights else scores.softmax(-1)
+        probs = own_weights(scores, 0) if own_weights else scores.softmax(-1)  # type: ignore[operator]
         if maps is not None:
             maps.append(probs)
         y = (probs @ v).transpose(1, 2).reshape(b, t, -1)
@@ -215,7 +237,7 @@ def test_a_block_of_rows_equals_that_block_of_the_full_bias(name: str) -> None:
     full = pe.attn_bias(q, k, pos, 1)
     for start, stop in ((0, 7), (7, 30), (30, 50), (49, 50)):
         scores = (q[:, :, start:stop] * pe.attn_scale) @ k[:, :, :stop].transpose(-1, -2)
-        rows = pe.attn_bias_rows(scores, q[:, :, start:stop], k[:, :, :stop], pos, 1, start)
+        rows = pe.attn_bias(q[:, :, start:stop], k[:, :, :stop], pos, 1, rows=RowBlock(start, scores))
         visible = torch.ones(t, t, dtype=torch.bool).tril()[start:stop, :stop]
         expected = full[:, :, start:stop, :stop][..., visible]
         torch.testing.assert_close(rows[..., visible], expected, atol=1e-5, rtol=1e-5)
@@ -223,30 +245,45 @@ def test_a_block_of_rows_equals_that_block_of_the_full_bias(name: str) -> None:
 
 def test_a_bias_by_rows_is_never_built_whole_on_the_cpu() -> None:
     """Training on the CPU asks the encoding for its bias block by block (BLOCK_ROWS query rows, keys up to the block's
-    end), never for the whole (B, H, T, T) bias; on other devices attn_bias still serves SDPA."""
+    end, ``rows=``), never for the whole (B, H, T, T) bias; on other devices the whole bias still serves SDPA."""
     model = make_model("cope")
     asked: list[tuple[int, int, int]] = []
-    original = model.encoding.attn_bias_rows
+    original = model.encoding.attn_bias
 
-    def rows(scores: torch.Tensor, q: torch.Tensor, k: torch.Tensor, *rest: object) -> torch.Tensor:
-        asked.append((int(rest[-1]), scores.shape[-2], scores.shape[-1]))
-        return original(scores, q, k, *rest)  # type: ignore[arg-type]
+    def rows(*args: object, rows: RowBlock | None = None) -> torch.Tensor:
+        if rows is None:
+            raise AssertionError("the full bias was built")
+        asked.append((rows.start, rows.scores.shape[-2], rows.scores.shape[-1]))
+        return original(*args, rows=rows)  # type: ignore[arg-type]
 
-    def whole(*args: object) -> None:
-        raise AssertionError("the full bias was built")
-
-    model.encoding.attn_bias_rows, model.encoding.attn_bias = rows, whole  # type: ignore[method-assign]
+    model.encoding.attn_bias = rows  # type: ignore[method-assign]
     model(torch.zeros(2, T, dtype=torch.long)).sum().backward()
     block = tm.BLOCK_ROWS
     per_layer = [(0, block, block), (block, block, 2 * block), (2 * block, T - 2 * block, T)]
     assert asked == per_layer * LAYERS
 
 
+def combined_kernel(call: AttentionCall) -> KernelResult:
+    """The kernel a combination with scores or weights of its own names, ``test_combined``: the model's blocked
+    attention with them (:func:`pebench.models.kernels.blocked`, which composes them with the biases by rows)."""
+    pe = call.pe
+    raw = pe.scores(call.q, call.k, call.x, call.layer) if hasattr(pe, "scores") else None  # type: ignore[operator]
+    return blocked(call, raw=raw, weights=getattr(pe, "weights", None))
+
+
+@pytest.fixture
+def kernel() -> Iterator[None]:
+    """``test_combined`` registered for the test only (other tests list the registered kernels)."""
+    register_kernel("test_combined")(combined_kernel)
+    yield
+    ATTENTION_KERNELS.pop("test_combined")
+
+
 class Combined(TAPE):
-    """TAPE's state carried from layer to layer, with every other hook on q, k, the scores and the weights that the
-    variant adds from :class:`Hooks` (its capabilities derived from them): the combinations no registered encoding
-    has. The three transforms of q and k do not commute (a rotation by the state, a shift by position, a scale per
-    token), so their order shows in the output."""
+    """TAPE's state carried from layer to layer, with every other role on q, k, the scores and the weights that the
+    variant adds from :class:`Variants` (capabilities derived from them, a kernel of its own for scores or weights):
+    the combinations no registered encoding has. The three transforms of q and k do not commute (a rotation by the
+    state, a shift by position, a scale per token), so their order shows in the output."""
 
     name = "combined"
 
@@ -257,56 +294,70 @@ class Combined(TAPE):
         self.key_weight = nn.Parameter(0.3 * torch.randn(ctx.d_model, ctx.n_heads))
         self.calls: list[str] = []
 
-    def transform_qk_with_state(self, q, k, state, layer):  # type: ignore[no-untyped-def]
-        self.calls.append("state")
-        return super().transform_qk_with_state(q, k, state, layer)
+    def transform_qk(self, q, k, positions, layer, *, state=None):  # type: ignore[no-untyped-def]
+        return self.qk(q, k, positions, layer, state, None)
 
-    def transform_qk(self, q, k, positions, layer):  # type: ignore[no-untyped-def]
+    def qk(self, q, k, positions, layer, state, hidden):  # type: ignore[no-untyped-def]
+        """The state's transform, then a shift by position, then (with ``hidden``) a scale per token."""
+        self.calls.append("state")
+        q, k = super().transform_qk(q, k, positions, layer, state=state)
         self.calls.append("positions")
         p = positions.float()
         p = 0.01 * (p[:, None, :, None] if p.dim() == 2 else p[None, None, :, None])
-        return q + p * self.shift, k - p * self.shift
+        q, k = q + p * self.shift, k - p * self.shift
+        if hidden is None:
+            return q, k
+        self.calls.append("hidden")
+        s = (1 + torch.tanh(hidden @ self.token_scale)).transpose(1, 2)[..., None]  # (B, H, T, 1): token t's own
+        return q * s, k * (2 - s)
 
     def key_term(self, x: torch.Tensor) -> torch.Tensor:
         return (x @ self.key_weight).transpose(1, 2)[:, :, None, :]  # (B, H, 1, T): key j's own
 
 
-class Hooks:
-    """The hooks a combination adds to :class:`Combined` (each switches its capability on, as the class overrides
-    it)."""
+class Variants:
+    """What a combination adds to :class:`Combined`: a hook naming a keyword (its capability derived from it), or
+    scores or weights of its own with the kernel that uses them."""
 
-    def transform_qk_from_hidden(self, q, k, x, positions, layer):  # type: ignore[no-untyped-def]
-        self.calls.append("hidden")
-        s = (1 + torch.tanh(x @ self.token_scale)).transpose(1, 2)[..., None]  # (B, H, T, 1): token t's own
-        return q * s, k * (2 - s)
+    def hidden_qk(self, q, k, positions, layer, *, state=None, hidden=None):  # type: ignore[no-untyped-def]
+        return self.qk(q, k, positions, layer, state, hidden)
 
-    def attention_scores(self, q, k, x, positions, layer):  # type: ignore[no-untyped-def]
+    def scores(self, q, k, x, layer):  # type: ignore[no-untyped-def]
         return q @ k.transpose(-1, -2) + self.key_term(x)
 
-    def attn_bias_from_hidden(self, x, positions, layer):  # type: ignore[no-untyped-def]
-        t = x.shape[1]
-        return 0.5 * self.key_term(x).expand(-1, -1, t, -1)
+    def hidden_bias(self, q, k, positions, layer, *, hidden=None):  # type: ignore[no-untyped-def]
+        if hidden is None:
+            return None
+        t = hidden.shape[1]
+        return 0.5 * self.key_term(hidden).expand(-1, -1, t, -1)
 
-    def attention_weights(self, scores, start):  # type: ignore[no-untyped-def]
+    def weights(self, scores, start):  # type: ignore[no-untyped-def]
         w = torch.sigmoid(scores)  # 0 on the masked keys; each row from its own scores
         return w / (1 + w.sum(-1, keepdim=True))
 
 
-COMBINATIONS = {  # the routes they take on the CPU: training, evaluation
-    "state+hidden": {"qk_from_hidden": True},  # blocked on a state-widened v / SDPA with q and k padded
-    "state+hidden+scores": {"qk_from_hidden": True, "custom_scores": True},  # raw scores: blocked
-    "state+hidden+scores+weights": {"qk_from_hidden": True, "custom_scores": True, "custom_attention_weights": True},
-    "state+scores+hidden_bias": {"custom_scores": True, "reads_hidden": True},  # by rows in training, raw scores
-    "state+hidden_bias": {"reads_hidden": True},  # by rows / SDPA with a mask, q and k padded
-    "state+weights": {"custom_attention_weights": True},  # blocked with the weights, q·kᵀ
+VARIANTS = {  # variant -> the class attributes it sets
+    "hidden": {"transform_qk": Variants.hidden_qk},
+    "scores": {"scores": Variants.scores, "kernel": "test_combined"},
+    "hidden_bias": {"attn_bias": Variants.hidden_bias},
+    "weights": {"weights": Variants.weights, "kernel": "test_combined"},
 }
+COMBINATIONS = {  # the routes they take on the CPU: training, evaluation
+    "state+hidden": ("hidden",),  # blocked on a state-widened v / SDPA with q and k padded
+    "state+hidden+scores": ("hidden", "scores"),  # raw scores: blocked
+    "state+hidden+scores+weights": ("hidden", "scores", "weights"),
+    "state+scores+hidden_bias": ("scores", "hidden_bias"),  # by rows in training, raw scores
+    "state+hidden_bias": ("hidden_bias",),  # by rows / SDPA with a mask, q and k padded
+    "state+weights": ("weights",),  # blocked with the weights, q·kᵀ
+}
+CAPABILITIES = {"hidden": "qk_from_hidden", "hidden_bias": "reads_hidden"}
 
 
-def combined_model(flags: dict[str, bool], seed: int = 0) -> Transformer:
+def combined_model(variants: tuple[str, ...], seed: int = 0) -> Transformer:
     torch.manual_seed(seed)
-    cls = type("Combined", (Combined,), {DERIVED_CAPABILITIES[flag]: vars(Hooks)[DERIVED_CAPABILITIES[flag]]
-                                         for flag in flags})  # fmt: skip
-    assert {flag for flag in DERIVED_CAPABILITIES if getattr(cls, flag)} == {"carries_state", *flags}
+    cls = type("Combined", (Combined,), {k: v for variant in variants for k, v in VARIANTS[variant].items()})
+    derived = {flag for flag in DERIVED_CAPABILITIES if getattr(cls, flag)}
+    assert derived == {"carries_state", "qk_with_state", *(CAPABILITIES[v] for v in variants if v in CAPABILITIES)}
     model = Transformer(ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=HEADS),
                         cls(EncodingContext(d_model=D, n_heads=HEADS, n_layers=LAYERS, max_len=MAX_LEN))).train()
     with torch.no_grad():  # TAPE's zero-initialised updates moved, so the state changes from layer to layer
@@ -316,20 +367,21 @@ def combined_model(flags: dict[str, bool], seed: int = 0) -> Transformer:
 
 
 @pytest.mark.parametrize("combination", COMBINATIONS)
+@pytest.mark.usefixtures("kernel")
 def test_a_carried_state_combines_with_the_other_hooks_on_every_route(combination: str) -> None:
     """Every route (training on the CPU: blocked or by rows; evaluation: SDPA or blocked; packed seeds under vmap;
-    the inspected maps) equals the dense reference, which applies the state's transform, transform_qk and the
-    transform from the hidden states in that order, and mixes the state's channels with the custom weights of the
-    custom scores."""
-    flags = COMBINATIONS[combination]
-    model = combined_model(flags)
+    the inspected maps) equals the dense reference, which applies the state's transform, the positions' and the
+    hidden states' in that order (one transform_qk), and mixes the state's channels with the kernel's own weights of
+    its own scores."""
+    variants = COMBINATIONS[combination]
+    model = combined_model(variants)
     tokens = torch.randint(0, VOCAB, (3, T), generator=torch.Generator().manual_seed(1))
     positions = torch.arange(T)[None, :] + torch.tensor([[0], [5], [40]])
     maps: list[torch.Tensor] = []
     theirs = reference_forward(model, tokens, positions, maps)
     model.encoding.calls.clear()
     ours = model(tokens, positions)
-    per_layer = ["state", "positions"] + ["hidden"] * bool(flags.get("qk_from_hidden"))
+    per_layer = ["state", "positions"] + ["hidden"] * ("hidden" in variants)
     assert model.encoding.calls == per_layer * LAYERS  # in this order, in every layer
     torch.testing.assert_close(ours, theirs, atol=2e-5, rtol=1e-4)
     g_ours, g_theirs = grads(model, ours), grads(model, reference_forward(model, tokens, positions))
@@ -341,7 +393,7 @@ def test_a_carried_state_combines_with_the_other_hooks_on_every_route(combinatio
         for layer in range(LAYERS):
             got = model.attention_maps(tokens, positions, layer=layer)
             torch.testing.assert_close(got, maps[layer], atol=1e-5, rtol=1e-4)
-    models = [combined_model(flags, seed) for seed in (0, 1)]  # packed seeds: one vmapped forward of both
+    models = [combined_model(variants, seed) for seed in (0, 1)]  # packed seeds: one vmapped forward of both
     params, buffers = stack_module_state(models)
     packed = vmap(lambda p, b: functional_call(models[0], {**p, **b}, (tokens, positions)))(params, buffers)
     for k, m in enumerate(models):

@@ -19,7 +19,7 @@ from pebench.models.kernels import ATTENTION_KERNELS, AttentionCall, KernelResul
 
 VOCAB, D, LAYERS, HEADS, T = 13, 48, 2, 2, BLOCK_ROWS + 36  # two blocks of rows; head width 24 (scale not 2^-n)
 NAMES = ["path", "stick_breaking", "fox", "cope", "alibi", "rope"]
-KERNELS = {"path": "path", "stick_breaking": "custom", "fox": "rows", "cope": "rows", "alibi": "fused",
+KERNELS = {"path": "path", "stick_breaking": "stick_breaking", "fox": "rows", "cope": "rows", "alibi": "fused",
            "rope": "fused"}  # fmt: skip
 
 

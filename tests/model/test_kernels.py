@@ -67,12 +67,13 @@ def test_an_encoding_with_its_own_kernel_is_computed_by_it_from_the_formula() ->
 @pytest.mark.parametrize(
     ("name", "kernel"),
     [("rope", "fused"), ("alibi", "fused"), ("kerple", "fused"), ("tape", "fused"), ("cope", "rows"), ("fox", "rows"),
-     ("cable", "rows"), ("path", "path"), ("stick_breaking", "custom"), ("randomized_rope", "fused"),
-     ("ssmax_rope", "fused")],
+     ("cable", "rows"), ("path", "path"), ("stick_breaking", "stick_breaking"), ("randomized_rope", "fused"),
+     ("ssmax_rope", "fused"), ("drope", "fused")],
 )  # fmt: skip
 def test_each_encoding_runs_the_kernel_its_capabilities_call_for(name: str, kernel: str) -> None:
-    """A bias by rows or from the hidden states: ``rows``; custom scores or weights: ``custom``; otherwise
-    ``fused``; a wrapper: its inner encoding's; PaTH names its own (pebench/encodings/path.py)."""
+    """A bias by rows or from the hidden states: ``rows``; otherwise ``fused``; a wrapper: its inner encoding's; PaTH
+    and stick-breaking name their own, for their own scores and weights (pebench/encodings/path.py,
+    stick_breaking.py)."""
     pe = encodings.build(name, ctx())
     assert pe.attention_kernel == kernel
     assert kernel_for(pe) is ATTENTION_KERNELS[kernel]
@@ -86,8 +87,9 @@ def test_every_built_in_encoding_names_a_registered_kernel() -> None:
 def test_an_unknown_kernel_is_a_one_line_error_naming_the_registered_ones() -> None:
     pe = SigmoidRoPE(ctx())
     pe.kernel = "flash9"  # type: ignore[misc]
+    registered = r"registered: fused, path, rows, stick_breaking, test_sigmoid"
     with pytest.raises(ValueError, match=r"^encoding sigmoid_rope_test names the attention kernel 'flash9'; "
-                                         r"registered: custom, fused, path, rows, test_sigmoid") as err:  # fmt: skip
+                                         + registered) as err:  # fmt: skip
         kernel_for(pe)
     assert "\n" not in str(err.value)
 
