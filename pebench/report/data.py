@@ -29,6 +29,8 @@ from pebench.report.grid import cell_grids
 from pebench.report.rates import per_encoding
 from pebench.report.scale import scale_views
 from pebench.report.sweep import sweep_view
+from pebench.report.why import HEADERS as WHY_HEADERS
+from pebench.report.why import why_view
 
 RUN_CHOICES = "a run id, latest, previous or all"
 
@@ -99,6 +101,7 @@ def _head(d: PageData) -> dict[str, Any]:
         "reference": None,
         "predicted": None,
         "standing": [],
+        "why": [],
         "across_scale": [],
         "lr_protocol": None if d.rates is None else lr_view(d.rates, d.sel),
         # a run merged to ship (pebench merge --slim) had its attention snapshots dropped: say so, not "none"
@@ -201,6 +204,8 @@ def page_context(d: PageData, allow_stale: bool = False, curves: str | None = No
         max_failures=header.MAX_FAILURES_SHOWN,
         superseded=d.superseded,
         findings=findings_view(sel),
+        why=why_view(sel, order),
+        why_headers=WHY_HEADERS,
         any_partial=any(e.partial for e in assembled.entries),
         point=d.point,
         # a learning-rate protocol's rates are summarised (lr_rates), not ranked point by point

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pebench import metrics
 from pebench.analysis import noise, reach, scoring
 from pebench.analysis.lr import rate_at
+from pebench.analysis.mechanisms import moved
 from pebench.case import Point, by_point
 from pebench.records.record import ResultRecord
 from pebench.status import ResultStatus
@@ -159,21 +160,11 @@ WHY = (("local_mass", "local"), ("attn_entropy", "entropy"), ("sink_mass", "sink
 """The diagnostics of :func:`why_lines`, each with its short name (docs/diagnostics.md)."""
 
 
-def _moved(name: str, start: float, end: float) -> float:
-    """How far a diagnostic moved, in units of its scale, so that different diagnostics compare: a share or a
-    normalised entropy on [0, 1] by its change; the probe's R² by its change clipped to [-1, 1], over 2; the logit
-    range's ratio by |log2| over 2 (4x the training length's range moves as far as a share from 0 to 1)."""
-    if name == "position_probe":
-        return abs(max(-1.0, min(1.0, end)) - max(-1.0, min(1.0, start))) / 2
-    if name == "logit_range_ratio":
-        return abs(math.log2(end / start)) / 2 if start > 0 and end > 0 else 0.0
-    return abs(end - start)
-
-
 def why_lines(records: Iterable[ResultRecord]) -> list[str]:
     """Per (task, training length, sweep point), one line per encoding: each stored diagnostic (issue 89) from the
-    training length to the longest evaluated length (the mean over seeds), the one that moved most (:func:`_moved`)
-    first and marked ``*``; nothing when no result stores them (``--no-diagnostics``)."""
+    training length to the longest evaluated length (the mean over seeds), the one that moved most
+    (:func:`pebench.analysis.mechanisms.moved`) first and marked ``*``; nothing when no result stores them
+    (``--no-diagnostics``)."""
     values: dict[tuple[str, int, str], dict[str, dict[str, dict[int, list[float]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
     for r in records:
@@ -197,7 +188,7 @@ def why_lines(records: Iterable[ResultRecord]) -> list[str]:
                 if train_length in ends and longest in ends:
                     a, b = (sum(ends[n]) / len(ends[n]) for n in (train_length, longest))
                     text = f"{short} x{b:.2f}" if name == "logit_range_ratio" else f"{short} {a:.2f}->{b:.2f}"
-                    moves.append((_moved(name, a, b), text))
+                    moves.append((moved(name, a, b), text))
             moves.sort(key=lambda m: -m[0])
             if moves:
                 lines.append(f"  {enc:<{width}}  " + "  ".join(t + ("*" if i == 0 else "") for i, (_, t)

@@ -15,8 +15,15 @@ TINY_RUN = ("--task", "k_back", "--steps", "10", "--d-model", "32", "--layers", 
 
 def test_every_result_stores_the_diagnostics_and_they_change_no_score(run_suite, tmp_path):
     on, off = f"sqlite:///{tmp_path / 'on.db'}", f"sqlite:///{tmp_path / 'off.db'}"
-    assert run_suite("--encoding", "rope,alibi,nope", *TINY_RUN, "--db", on).returncode == 0
-    assert run_suite("--encoding", "rope,alibi,nope", *TINY_RUN, "--db", off, "--no-diagnostics").returncode == 0
+    page, bare = tmp_path / "w.html", tmp_path / "bare.html"
+    assert run_suite("--encoding", "rope,alibi,nope", *TINY_RUN, "--db", on, "--report", str(page)).returncode == 0
+    assert run_suite("--encoding", "rope,alibi,nope", *TINY_RUN, "--db", off, "--no-diagnostics", "--report",
+                     str(bare)).returncode == 0  # fmt: skip
+    html = page.read_text()
+    assert 'id="why"' in html and 'href="#why"' in html and 'id="why"' not in bare.read_text()
+    section = html[html.index('id="why-table"'):html.index("</section>", html.index('id="why-table"'))]
+    assert [e for e in ("alibi", "nope", "rope") if f'data-filter="{e}"' in section] == ["alibi", "nope", "rope"]
+    assert "<title>alibi, local mass at 1x, 2x, 4x: 1.00, " in section  # one sparkline per diagnostic
     with_, without = results.load(on).sort_values("case_id"), results.load(off).sort_values("case_id")
     assert len(with_) == 9
     for metrics, length in zip(with_["metrics"], with_["eval_length"], strict=True):
