@@ -197,7 +197,7 @@ def position_probe(train_hidden: Tensor, hidden_by_length: Mapping[int, Tensor],
     return {length: probe_r2(probe, hidden) for length, hidden in hidden_by_length.items()}
 
 
-QK_KERNELS = frozenset({"fused", "rows", "custom", "stick_breaking"})
+QK_KERNELS = frozenset({"fused", "rows", "stick_breaking"})
 """The kernels whose logits are ``scale · q·kᵀ`` plus the encoding's biases (:func:`call_logits`): the built-in ones
 and stick-breaking's, which changes the weights made of those scores, not the scores. A kernel with scores of its own
 (PaTH's ``path``, a plugin's) is not among them: its logits are not exposed."""

@@ -36,7 +36,6 @@ from pebench.analysis import lr
 from pebench.analysis.baseline import Baseline
 from pebench.analysis.lite import lite_tasks
 from pebench.case import Case
-from pebench.engine import extension
 from pebench.engine.device import pick_device
 from pebench.engine.runner import Runner
 from pebench.engine.settings import FLAGS, Settings, add_flags, check_values, dests, given_flags, tolerances
@@ -50,7 +49,7 @@ from pebench.suite.adaptive import AdaptiveSeeds, SeedPlan
 from pebench.suite.autoload import leave_no_benchmark_storage
 from pebench.suite.database import baseline, is_worker, open_database
 from pebench.suite.halving import Halving
-from pebench.suite.preflight import check_extension, collected_lengths, preflight, report_options
+from pebench.suite.preflight import collected_lengths, preflight, report_options, with_extension
 from pebench.suite.sharding import parse_shard
 from pebench.suite.state import GIVEN_FLAGS, ONE_RATE_BECAUSE, STATE, SuiteState
 from pebench.suite.writer import REGRESSION_PROPERTY, RESULT_PROPERTY, RunSummary, report_teststatus
@@ -234,9 +233,7 @@ def pytest_configure(config: pytest.Config) -> None:
             torch.use_deterministic_algorithms(True)
         plan = SeedPlan.parse(config.getoption("seeds"))
         settings = _settings(config, plan)
-        check_extension(config)
-        sweep = extension.with_axis(Sweep.parse(_sweeps(config, settings, plan)), config.getoption("extend"),
-                                    config.getoption("pose"))  # fmt: skip
+        sweep = with_extension(config, Sweep.parse(_sweeps(config, settings, plan)))
         state = SuiteState(
             settings=settings,
             encodings=_names(config, "encoding", encodings),
@@ -264,8 +261,6 @@ def pytest_configure(config: pytest.Config) -> None:
             for enc_name in state.encodings:
                 for point in sweep.points(enc_name, task_name):
                     task, extend = state.runner.task(task_name, point), state.runner.models(point).settings.extend
-                    if extend:
-                        extension.check(task, extend)
                     for length in collected_lengths(config, task, extend):
                         task.check_length(length)
                     _describe(state, Case(enc_name, task_name, task.train_length, point=point))

@@ -29,6 +29,7 @@ import torch
 
 from pebench.case import Case, Point
 from pebench.engine import extension
+from pebench.engine.sweep import Sweep
 from pebench.errors import PebenchError
 from pebench.store.writable import check_database, check_directory, check_file
 from pebench.suite.state import SuiteState
@@ -45,23 +46,26 @@ def collected_lengths(config: pytest.Config, task: Any, extend: float | None = N
     ``-m`` (the Chomsky tasks have hundreds of full-tier lengths each: a quick run never generates them); at a point
     of ``--extend F`` (``extend``), L, F*L and 2F*L whatever the tier (:func:`pebench.engine.extension.lengths`)."""
     if extend:
+        extension.check(task, extend)  # a length the task cannot generate, or beyond the position tables: one line
         return extension.lengths(task, extend)
     every_length = config.getoption("tier") == "full" or bool(config.option.markexpr)
     return task.eval_lengths("full") if every_length else task.eval_lengths("quick")
 
 
-def check_extension(config: pytest.Config) -> None:
-    """``--extend``'s companions, one line each before anything runs: ``--pose`` and the phase's flags need it; it
-    trains with the local executor and one learning rate per case (not ``--lr-halving``)."""
+def with_extension(config: pytest.Config, sweep: Sweep) -> Sweep:
+    """``sweep`` with the extension axis of ``--extend F`` (:func:`pebench.engine.extension.with_axis`), after its
+    companions are checked, one line each before anything runs: ``--pose`` and the phase's flags need it; it trains
+    with the local executor and one learning rate per case (not ``--lr-halving``)."""
     if config.getoption("extend") is None:
         given = [f for f, d in (("--pose", "pose"), ("--extend-steps", "extend_steps")) if config.getoption(d)]
         if given:
             raise PebenchError(f"{given[0]} sets the fine-tune of --extend F: give --extend too")
-        return
+        return sweep
     if config.getoption("executor") == "ray":
         raise PebenchError("--extend fine-tunes with the local executor: run it without --executor ray")
     if config.getoption("lr_halving"):
         raise PebenchError("--extend continues each trained model: run it without --lr-halving")
+    return extension.with_axis(sweep, config.getoption("extend"), config.getoption("pose"))
 
 
 def report_options(config: pytest.Config) -> str | None:
