@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pebench import encodings, tasks
-from pebench.engine.currency import RunSettings, drift
+from pebench.engine.currency import RunSettings, drift, stored_case
 from pebench.plugins import external_files
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def staleness(row: Any, stored: Mapping[str, Mapping[str, Any]],
     enc_cls, task_cls = encodings.get(row.encoding), tasks.get(row.task)
     run = (runs or {}).get(int(getattr(row, "run_id", -1) or -1))
     config = getattr(row, "config", None)
-    why = [d] if config and (d := drift(config, row.case_id, run)) else []
+    why = [d] if config and (d := drift(config, stored_case(row), run)) else []
     enc_fp, task_fp = getattr(row, "encoding_fingerprint", ""), getattr(row, "task_fingerprint", "")
     if not (enc_fp in stored and task_fp in stored):
         now = code_version(enc_cls, task_cls)

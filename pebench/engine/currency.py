@@ -11,7 +11,7 @@ this pebench's code, from the run's own settings, where an option the run did no
 run, each part's); a run with neither keeps every stored value as set.
 
 The device is not rebuilt (``--precision auto`` resolves on this machine's); a sweep point's values are the run's
-stored ``--sweep``, learning-rate protocol and ``--extend`` axis, read from the result's case id.
+stored ``--sweep``, learning-rate protocol and ``--extend`` axis, at the result's stored axes (no case id is parsed).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pebench.case import Case
+from pebench.case import Case, Point
 from pebench.engine import extension
 from pebench.engine.configuration import build_task, describe
 from pebench.engine.settings import FLAGS, Settings, dests
@@ -70,9 +70,8 @@ class RunSettings:
     settings: Settings
     sweep: Sweep
 
-    def describe(self, case_id: str) -> dict[str, Any]:
-        """The configuration this pebench builds for the stored case ``case_id`` of the run."""
-        case, _ = Case.parse(case_id, self.sweep.names)
+    def describe(self, case: Case) -> dict[str, Any]:
+        """The configuration this pebench builds for the stored ``case`` of the run (:func:`stored_case`)."""
         settings = self.sweep.settings(self.settings, case.point) if self.sweep else self.settings
         return describe(settings, build_task(settings, case.task), case)
 
@@ -120,16 +119,25 @@ def changes(stored: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     return [f"{_label(k, stored if k in a else now)} {a.get(k, NONE)} -> {b.get(k, NONE)}" for k in differ]
 
 
-def drift(config: Mapping[str, Any] | None, case_id: str, run: RunSettings | str | None) -> str:
-    """Why the stored ``config`` of ``case_id`` is not the configuration this pebench builds for it at its run's
-    settings ``run`` (``"default changed: rope base 10000.0 -> 10001.0"``; a string: why the run's settings cannot be
-    rebuilt); "" when it is, or when there is nothing to compare (no configuration or run stored)."""
+def stored_case(row: Any) -> Case:
+    """The case of a stored result from its columns (``encoding``, ``task``, ``eval_length``, ``seed`` and its point's
+    ``axes``, :meth:`pebench.case.Point.of_stored`): no case id or point text is parsed."""
+    axes = getattr(row, "axes", None)
+    return Case(str(row.encoding), str(row.task), int(row.eval_length), int(getattr(row, "seed", 0) or 0),
+                Point.of_stored(axes if isinstance(axes, list) else None))  # fmt: skip
+
+
+def drift(config: Mapping[str, Any] | None, case: Case, run: RunSettings | str | None) -> str:
+    """Why the stored ``config`` of ``case`` (:func:`stored_case`) is not the configuration this pebench builds for it
+    at its run's settings ``run`` (``"default changed: rope base 10000.0 -> 10001.0"``; a string: why the run's
+    settings cannot be rebuilt); "" when it is, or when there is nothing to compare (no configuration or run
+    stored)."""
     if not config or run is None:
         return ""
     if isinstance(run, str):
         return run
     try:
-        now = run.describe(case_id)
+        now = run.describe(case)
     except Exception as err:  # an option or encoding this pebench no longer builds: the cell is not current
         return f"its configuration cannot be built now: {type(err).__name__}: {err}"
     found = changes(config, now)

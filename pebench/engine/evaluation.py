@@ -135,7 +135,8 @@ def eval_length(model: Transformer, train_length: int, length: int) -> Iterator[
 
 def eval_positions(model: Transformer, batch: Batch, generator: torch.Generator) -> torch.Tensor | None:
     """The positions of an evaluation batch: the task's own when it sets them, else the encoding's
-    (:meth:`~pebench.encodings.base.PositionalEncoding.positions` with ``train=False``, drawn from ``generator``; None: 0..T-1)."""
+    (:meth:`~pebench.encodings.base.PositionalEncoding.positions` with ``train=False``, drawn from ``generator``;
+    None: 0..T-1)."""
     if batch.positions is not None:
         return batch.positions
     return model.encoding.positions(batch.inputs.shape[0], batch.inputs.shape[1], generator, train=False)

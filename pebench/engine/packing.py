@@ -14,9 +14,9 @@ training positions are drawn per seed from its own generator before the batched 
 cannot run under ``vmap`` says so with :attr:`~pebench.encodings.base.PositionalEncoding.packable` = False and its
 seeds are trained one by one (:func:`packable`). So are those of an encoding that reads task annotations
 (:attr:`~pebench.encodings.base.PositionalEncoding.needs`: Abacus, position coupling): its
-:meth:`~pebench.encodings.base.PositionalEncoding.embed` (with annotations) draws its training offsets inside the forward
-pass from the seed's own positions generator, and one vmapped forward for K seeds has no per-seed generator to give
-it; a packed seed would then not follow its trajectory alone. The task's annotations are therefore not passed to
+:meth:`~pebench.encodings.base.PositionalEncoding.embed` (with annotations) draws its training offsets inside the
+forward pass from the seed's own positions generator, and one vmapped forward for K seeds has no per-seed generator to
+give it; a packed seed would then not follow its trajectory alone. The task's annotations are therefore not passed to
 the packed training forward (no packed encoding reads them); validation passes them as evaluation does.
 
 A seed whose loss or gradient norm becomes non-finite is recorded as ``diverged`` (at the next curve point, as

@@ -126,9 +126,9 @@ def train(
     mode, between two steps); it may read the model and ``info`` but must not change them.
 
     Each step's forward gets the task's annotations and the positions generator, from which an encoding that reads
-    annotations draws its training offsets (:meth:`~pebench.encodings.base.PositionalEncoding.embed` with ``annotations``);
-    no other encoding draws from it there, so their trajectories are unchanged. ``draw`` and ``stream``: see
-    :func:`run`."""
+    annotations draws its training offsets (:meth:`~pebench.encodings.base.PositionalEncoding.embed` with
+    ``annotations``); no other encoding draws from it there, so their trajectories are unchanged. ``draw`` and
+    ``stream``: see :func:`run`."""
     return run(SingleStep(model, cfg), task, cfg, [seed], device, progress, progress_context, description,
                on_point, draw, stream)[0]  # fmt: skip
 
@@ -288,7 +288,8 @@ def _curve_point(stepper: Stepper, stats: StepStats, vals: list[Validation | Non
 def training_batch(task: Task, model: Transformer, batch_size: int, gen: torch.Generator, pos_gen: torch.Generator,
                    device: torch.device, draw: Draw | None = None) -> Batch:  # fmt: skip
     """One training batch on ``device``: drawn on the CPU from the task's seeded generator (so a seed gives the same
-    data on every device), positions from the encoding's :meth:`~pebench.encodings.base.PositionalEncoding.positions` (``train=True``) unless the task sets them, and the
+    data on every device), positions from the encoding's
+    :meth:`~pebench.encodings.base.PositionalEncoding.positions` (``train=True``) unless the task sets them, and the
     task's annotations. On CUDA it is copied from pinned memory without blocking, so the host draws the next batch
     while the GPU computes."""
     batch = task.sample_train(batch_size, gen) if draw is None else draw(batch_size, gen, pos_gen)

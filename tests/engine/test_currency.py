@@ -17,6 +17,7 @@ import pytest
 import pebench.results as results
 from pebench import encodings
 from pebench.analysis.currency import stale_lines
+from pebench.case import Case
 from pebench.engine.code import cells_of
 from pebench.engine.currency import changes, drift, given_of, run_settings
 from pebench.store.database import open_readonly
@@ -48,13 +49,14 @@ def test_a_setting_the_run_did_not_give_is_rebuilt_at_the_current_default():
     options = {"lr": 0.003, "steps": 40, "d_model": 128, "lr_sweep": None, "given": ["steps"]}
     run = run_settings(options)
     assert run.settings.steps == 40 and run.settings.lr == 3e-3  # lr: today's default, not the stored value
-    config = run.describe("rope-k_back-L64")
+    case = Case("rope", "k_back", 64)
+    config = run.describe(case)
     assert config["train"]["steps"] == 40 and config["encoding"]["options"] == {"base": 10000.0}
-    assert drift(config, "rope-k_back-L64", run) == ""
+    assert drift(config, case, run) == ""
     older = config | {"encoding": config["encoding"] | {"options": {"base": 500.0}}}
-    assert drift(older, "rope-k_back-L64", run) == "default changed: rope base 500.0 -> 10000.0"
+    assert drift(older, case, run) == "default changed: rope base 500.0 -> 10000.0"
     gave = run_settings(options | {"encoding_options": ["rope:base=500"]})
-    assert drift(older, "rope-k_back-L64", gave) == ""  # the run set base=500: still what it builds
+    assert drift(older, case, gave) == ""  # the run set base=500: still what it builds
 
 
 def test_a_changed_default_stales_the_cells_run_at_it_and_not_those_that_set_it(run_suite, tiny, tmp_path, monkeypatch):
