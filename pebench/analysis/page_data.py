@@ -78,6 +78,10 @@ class PageData:
     """The run selection: an id, ``latest``, ``previous`` or ``all``."""
     point: str | None = None
     """The sweep point shown (``--point``)."""
+    extension: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The rows (with their JSON) of the runs that continued trained models (``--extend``, :func:`set_aside_runs`),
+    shown in their own section, never ranked with the from-scratch protocol; or the page's own rows when it shows
+    such a run alone."""
 
 
 def select(df: pd.DataFrame, run_ids: list[int], run: int | str) -> tuple[pd.DataFrame, list[int]]:
@@ -109,7 +113,19 @@ def set_aside_sizes(sel: pd.DataFrame, run_rows: list[dict[str, Any]]
     """``sel`` without the rows of the runs that swept only the model's size
     (:func:`pebench.analysis.across_scale.size_sweep`), those rows, and the runs of each; nothing is set aside when
     nothing else would remain (a page of such a run alone shows its sweep as any other)."""
-    sized = {r["id"] for r in run_rows if across_scale.size_sweep(r["options"])}
+    return set_aside_runs(sel, run_rows, lambda options: across_scale.size_sweep(options))
+
+
+def extended(options: dict[str, Any] | None) -> bool:
+    """Whether a run continued trained models (``--extend``: :mod:`pebench.engine.extension`)."""
+    return bool((options or {}).get("extend"))
+
+
+def set_aside_runs(sel: pd.DataFrame, run_rows: list[dict[str, Any]], which: Any
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+    """``sel`` without the rows of the runs whose options ``which`` accepts, those rows, and the runs of each;
+    nothing is set aside when nothing else would remain."""
+    sized = {r["id"] for r in run_rows if which(r["options"])}
     if not sized or sized >= set(sel["run_id"]):
         return sel, sel.iloc[0:0], run_rows, []
     aside = sel["run_id"].isin(sized)
@@ -155,6 +171,8 @@ def _select(engine: Any, choice: int | str, point: str | None) -> PageData:
         run_ids = [resolve_run_id(engine, choice)]
     sel, shown_runs = select(df, run_ids, choice)
     run_rows = [r for r in runs if r["id"] in set(run_ids if choice != "all" else shown_runs)]
+    sel, extension, run_rows, _ = set_aside_runs(sel, run_rows, extended) if choice == "all" and point is None else \
+        (sel, sel.iloc[0:0], run_rows, [])  # fmt: skip
     sel, sizes, run_rows, size_runs = set_aside_sizes(sel, run_rows) if choice == "all" and point is None else \
         (sel, sel.iloc[0:0], run_rows, [])  # fmt: skip
     grids = {lr.protocol(r["options"]) for r in run_rows}
@@ -174,7 +192,10 @@ def _select(engine: Any, choice: int | str, point: str | None) -> PageData:
         sel = one_point(sel, point)
         sel = sel if sel.empty else store_load.attach_json(engine, sel)
     sizes = sizes if sizes.empty else store_load.attach_json(engine, sizes)
-    data = PageData("", df, runs, run_rows, sel, every_point, rates, sizes, size_runs)
+    extension = extension if extension.empty else store_load.attach_json(engine, extension)
+    if extension.empty and any(extended(r["options"]) for r in run_rows):  # an --extend run shown alone
+        extension = sel
+    data = PageData("", df, runs, run_rows, sel, every_point, rates, sizes, size_runs, extension=extension)
     data.curves = _owners_curves(engine, sel, curves)
     return data
 
@@ -197,7 +218,9 @@ def read_reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> Ref
         raise ReportError(f"--with-reference {safe_url(url)}: {str(err).split(': ', 1)[-1]}") from None
     try:
         ref = store_load.load_light(engine)
-        protocols = {int(r["id"]): lr.protocol(r["options"]) for r in store_load.runs(engine)}
+        ref_runs = store_load.runs(engine)
+        ref = ref[~ref["run_id"].isin({r["id"] for r in ref_runs if extended(r["options"])})]  # another protocol
+        protocols = {int(r["id"]): lr.protocol(r["options"]) for r in ref_runs}
         ref, other_protocol = protocol_split(ref, protocols, rates)
         ref = store_load.attach_json(engine, ref) if not ref.empty else ref.assign(config=[], metrics=[])
         curves: Curves = {}

@@ -366,8 +366,12 @@ _TYPE_NAMES = {int: "an integer", float: "a number"}
 def given_flags(values: Any, names: Sequence[str]) -> set[str]:
     """The flags of ``names`` (destinations, added with ``deferred``) that the command gives, wherever (its arguments,
     ``$PYTEST_ADDOPTS``, the ini file's ``addopts``): before :func:`check_values` a given value is still the text
-    typed, a default never is (defaults are of the flag's type)."""
-    return {dest for dest in names if isinstance(getattr(values, dest, None), str)}
+    typed, a default never is (defaults are of the flag's type); a switch (``--pose``, ``--no-diagnostics``) is given
+    when its value is not its default."""
+    switches = ("store_true", "store_false")
+    return {dest for dest in names if isinstance(getattr(values, dest, None), str)
+            or (FLAGS[dest].options.get("action") in switches
+                and getattr(values, dest, None) != FLAGS[dest].options.get("default", False))}  # fmt: skip
 
 
 def check_values(values: Any, names: Sequence[str]) -> None:

@@ -24,6 +24,7 @@ from pebench.analysis.ranking import REPLICATES, Ranking
 from pebench.analysis.reference import nothing_comparable_text, stale_text
 from pebench.analysis.sweeps import points, rankings
 from pebench.report import attn, board, charts, header, overview, predicted, seeds, standing, svg, views
+from pebench.report.extension import extension_view
 from pebench.report.findings import findings_view
 from pebench.report.grid import cell_grids
 from pebench.report.rates import per_encoding
@@ -102,6 +103,7 @@ def _head(d: PageData) -> dict[str, Any]:
         "predicted": None,
         "standing": [],
         "why": [],
+        "extension": None,
         "across_scale": [],
         "lr_protocol": None if d.rates is None else lr_view(d.rates, d.sel),
         # a run merged to ship (pebench merge --slim) had its attention snapshots dropped: say so, not "none"
@@ -203,8 +205,10 @@ def page_context(d: PageData, allow_stale: bool = False, curves: str | None = No
         n_failures=n_failures,
         max_failures=header.MAX_FAILURES_SHOWN,
         superseded=d.superseded,
-        findings=findings_view(sel),
+        findings=findings_view(sel if d.extension.empty or d.extension.equals(d.sel) else
+                               pd.concat([sel, d.extension])),  # the extension's claims read its own points
         why=why_view(sel, order),
+        extension=extension_view(d.extension, sel if not d.extension.equals(d.sel) else sel.iloc[0:0]),
         why_headers=WHY_HEADERS,
         any_partial=any(e.partial for e in assembled.entries),
         point=d.point,
