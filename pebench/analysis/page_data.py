@@ -117,8 +117,8 @@ def set_aside_sizes(sel: pd.DataFrame, run_rows: list[dict[str, Any]]
 
 
 def extended(options: dict[str, Any] | None) -> bool:
-    """Whether a run continued trained models (``--extend``: :mod:`pebench.engine.extension`)."""
-    return bool((options or {}).get("extend"))
+    """Whether a run continued trained models (``--extend``, ``--scaffold``: :mod:`pebench.engine.extension`)."""
+    return bool((options or {}).get("extend") or (options or {}).get("scaffold"))
 
 
 def set_aside_runs(sel: pd.DataFrame, run_rows: list[dict[str, Any]], which: Any

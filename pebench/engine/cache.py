@@ -21,12 +21,13 @@ import torch
 
 from pebench import encodings
 from pebench.case import Case
-from pebench.engine import extension
+from pebench.engine import extension, scaffold
 from pebench.engine.checkpoints import CheckpointStore
 from pebench.engine.identity import build_task, check_applicable, describe, encoding_context, model_key
 from pebench.engine.packing import packable, train_packed
 from pebench.engine.settings import Settings
 from pebench.engine.training import TrainInfo, train
+from pebench.hashing import config_hash
 from pebench.models import Transformer
 from pebench.tasks.base import Task
 
@@ -102,6 +103,8 @@ class ModelCache:
         model = self.build_model(case)
         if self.settings.extend:
             return self._extended_model_for(case, key, model, config, timer)
+        if self.settings.scaffold:
+            return self._scaffold_model_for(case, key, config, timer)
         if self.settings.pack_seeds > 1 and packable(model):
             return self._packed_model_for(case, config, timer)
         path = self.checkpoints.path(case, key)
@@ -151,6 +154,49 @@ class ModelCache:
                 trained = TrainedModel(model, info, reused=False)
                 self.checkpoints.save(path, model, info, config)
         self.bases[key] = (base_id, base.info)
+        self._models[key] = trained
+        return trained
+
+    def _scaffold_model_for(self, case: Case, key: str, config: dict[str, Any], timer: Timer | None) -> TrainedModel:
+        """:meth:`model_for` of a scaffold run (:mod:`pebench.engine.scaffold`): the base model's checkpoint part of
+        the way through its budget (cached as a model of its own), converted to NoPE and trained for the rest."""
+        assert self.base is not None, "a second phase's cache has its base models' cache (the runner sets it)"
+        task, base = self.task(case.task), self.base
+        base_case = Case(case.encoding, case.task, task.train_length, case.seed, extension.base_point(case.point))
+        at = scaffold.switch_step(self.settings, task)
+        name = f"{base_case.model_id(seeded=True)} at step {at}"
+        partial = base.build_model(base_case)
+        path = base.checkpoints.path(base_case, config_hash({"model": base.model_key(base_case), "until": at}))
+        with base.checkpoints.locked([path]):
+            info = base.checkpoints.load(path, partial)
+            if info is None:
+                info = train(partial, task, base.settings.train_config(task), seed=case.seed, device=self.device,
+                             progress=self.settings.progress, progress_context=self.progress_context,
+                             description=name, until=at)  # fmt: skip
+                base.checkpoints.save(path, partial, info, describe(base.settings, task, base_case))
+        if info.status != "ok":
+            raise RuntimeError(f"its base model {name} {info.status}: {info.message}")
+        torch.manual_seed(case.seed)
+        target = encodings.build(scaffold.TARGET, encoding_context(base.settings, task, case.encoding))
+        model = Transformer(base.settings.model_config(task, case.encoding), target)
+        kept = {k: v for k, v in partial.state_dict().items() if not k.startswith("encoding.")}
+        missing, unexpected = model.load_state_dict(kept, strict=False)
+        if [k for k in (*missing, *unexpected) if not k.startswith("encoding.")]:
+            raise RuntimeError(f"{name} does not convert to {scaffold.TARGET}: {missing or unexpected}")
+        path = self.checkpoints.path(case, key)
+        with self.checkpoints.locked([path]):
+            trained = self._load_checkpoint(path, model)
+            if trained is None:
+
+                def do_train() -> TrainInfo:
+                    return train(model, task, scaffold.rest_config(self.settings, task), seed=case.seed,
+                                 device=self.device, progress=self.settings.progress,
+                                 progress_context=self.progress_context, description=case.model_id(seeded=True),
+                                 stream=scaffold.STREAM)  # fmt: skip
+
+                trained = TrainedModel(model, do_train() if timer is None else timer(do_train), reused=False)
+                self.checkpoints.save(path, model, trained.info, config)
+        self.bases[key] = (name, info)
         self._models[key] = trained
         return trained
 

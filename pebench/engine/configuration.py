@@ -13,7 +13,7 @@ from typing import Any
 from pebench import encodings, tasks
 from pebench.case import Case
 from pebench.encodings.base import EncodingContext
-from pebench.engine import extension
+from pebench.engine import extension, scaffold
 from pebench.engine.settings import Settings
 from pebench.hashing import config_hash
 from pebench.tasks.base import Task
@@ -61,4 +61,6 @@ def describe(settings: Settings, task: Task, case: Case, training: bool = False)
         base_config = describe(extension.base_settings(settings, case), task, base, training=True)
         base_hash = config_hash({k: v for k, v in base_config.items() if k != "eval"})
         config["extend"] = extension.phase_config(settings, task, base_hash, base.encoding)
+    if settings.scaffold:  # converted to NoPE part of the way (pebench.engine.scaffold)
+        config["scaffold"] = scaffold.config(settings, task)
     return config

@@ -86,7 +86,8 @@ def run_settings(options: Mapping[str, Any], commands: Iterable[str] = ()) -> Ru
                         task_options=_named(options.get("task_options")))  # fmt: skip
     rates = options.get("lr_sweep")
     sweep = Sweep.parse([*(options.get("sweep") or []), *([f"lr={rates}"] if rates else [])])
-    return RunSettings(settings, extension.with_axis(sweep, options.get("extend"), bool(options.get("pose"))))
+    return RunSettings(settings, extension.with_axis(sweep, options.get("extend"), bool(options.get("pose")),
+                                                     options.get("scaffold")))  # fmt: skip
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -48,8 +48,9 @@ STEPS_FRACTION = 0.25
 WARMUP_FRACTION = 0.03
 """The fine-tune's warm-up as a fraction of its steps (seed study 003's scaffold runs: 180 of 6,000 and 30 of 1,000
 steps), at least one step."""
-AXES = ("ext", "pose")
-"""The names of the extension's sweep axis: ``ext`` (fine-tuned at F·L), ``pose`` (PoSE at L covering F·L)."""
+AXES = ("ext", "pose", "scaffold")
+"""The names of a second phase's sweep axis: ``ext`` (fine-tuned at F·L), ``pose`` (PoSE at L covering F·L),
+``scaffold`` (converted to NoPE part of the way, :mod:`pebench.engine.scaffold`)."""
 STREAM = "extend"
 """The name the fine-tune's data and positions generators are seeded with (the base training's is ``train``)."""
 
@@ -60,8 +61,13 @@ def axis(factor: float, pose: bool = False) -> Axis:
     return Axis(AXES[1] if pose else AXES[0], "extend", "setting", "", (float(factor),), (f"{factor:g}x",))
 
 
-def with_axis(sweep: Sweep, factor: float | None, pose: bool = False) -> Sweep:
-    """``sweep`` with the extension axis of ``--extend factor`` last (``sweep`` itself without one)."""
+def with_axis(sweep: Sweep, factor: float | None, pose: bool = False, scaffold: float | None = None) -> Sweep:
+    """``sweep`` with the second phase's axis last: ``--extend factor``'s, or ``--scaffold``'s (``sweep`` itself
+    without either)."""
+    from pebench.engine import scaffold as scaffolds
+
+    if scaffold:
+        return Sweep((*sweep.axes, scaffolds.axis(scaffold)))
     return sweep if not factor else Sweep((*sweep.axes, axis(factor, pose)))
 
 

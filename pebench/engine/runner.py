@@ -90,7 +90,7 @@ class Runner:
         if point not in self._caches:
             settings = self._resolved(self.sweep.settings(self.settings, point))
             self._caches[point] = ModelCache(settings, self.device, self.failed_models)
-            if settings.extend:  # a second phase continues the models of the point without the extension axis
+            if settings.extend or settings.scaffold:  # a second phase continues the point's models without its axis
                 self._caches[point].base = self.models(extension.base_point(point))
         self._caches[point].progress_context = self.progress_context
         return self._caches[point]

@@ -98,6 +98,9 @@ class Settings:
     pose: bool = False
     """The second phase fine-tunes at the training length with PoSE's skipping position ids (Zhu et al. 2023,
     arXiv:2309.10400) instead of at the longer length."""
+    scaffold: float | None = None
+    """A second phase (:mod:`pebench.engine.scaffold`): each model's checkpoint at this fraction of its budget
+    converted to NoPE and continued for the rest (None: none). Set per sweep point by the run's ``--scaffold`` axis."""
     diagnostics: bool = True
     """Whether every evaluated result stores the mechanism diagnostics (:mod:`pebench.engine.diagnostics`); they never
     change a model or a score."""
@@ -179,6 +182,8 @@ class Settings:
             raise PebenchError(f"--extend {self.extend!r} must be a number above 1 (the factor of the training length)")
         if self.extend_steps is not None and not (isinstance(self.extend_steps, int) and self.extend_steps > 0):
             raise PebenchError(f"--extend-steps {self.extend_steps!r} must be a positive integer")
+        if self.scaffold is not None and not (isinstance(self.scaffold, (int, float)) and 0 < self.scaffold < 1):
+            raise PebenchError(f"--scaffold {self.scaffold!r} must be a fraction of the budget in (0, 1), e.g. 0.625")
         if not (isinstance(self.extend_lr, (int, float)) and 0 < self.extend_lr <= 1):
             raise PebenchError(f"--extend-lr {self.extend_lr!r} must be a fraction in (0, 1] of the base model's rate")
 
@@ -266,6 +271,9 @@ _FLAGS = (
     _flag("--pose", "pose", "with --extend: fine-tune at the training length with PoSE's skipping position ids "
           "covering F*L (Zhu et al. 2023, arXiv:2309.10400), stored at the point pose2x", {"action": "store_true"},
           "suite", "run", "setting"),
+    _flag("--scaffold", "scaffold", "seed study 003's scaffold runs: each model's checkpoint at this fraction of its "
+          "budget (e.g. 0.625) converted to NoPE and continued for the rest with a fresh schedule, stored at the point "
+          "scaffold0.625 (docs/extension.md)", {"type": float, "metavar": "FRACTION"}, "suite", "run"),
     _flag("--no-diagnostics", "diagnostics", "store no mechanism diagnostics (attention entropy, local and sink mass, "
           "position probe, logit range; docs/diagnostics.md) with the results (they cost about one training step a "
           "case)", {"action": "store_false", "default": True}, "suite", "run", "setting"),

@@ -120,6 +120,7 @@ def train(
     on_point: Callable[[TrainInfo], None] | None = None,
     draw: Draw | None = None,
     stream: str = "train",
+    until: int | None = None,
 ) -> TrainInfo:
     """Train ``model`` on ``task`` in place (:func:`run` with one model). A non-finite loss stops training with
     status "diverged". ``on_point(info)`` is called after each learning-curve point is appended (the model in train
@@ -128,9 +129,9 @@ def train(
     Each step's forward gets the task's annotations and the positions generator, from which an encoding that reads
     annotations draws its training offsets (:meth:`~pebench.encodings.base.PositionalEncoding.embed` with
     ``annotations``); no other encoding draws from it there, so their trajectories are unchanged. ``draw`` and
-    ``stream``: see :func:`run`."""
+    ``stream``, ``until``: see :func:`run`."""
     return run(SingleStep(model, cfg), task, cfg, [seed], device, progress, progress_context, description,
-               on_point, draw, stream)[0]  # fmt: skip
+               on_point, draw, stream, until)[0]  # fmt: skip
 
 
 Draw = Callable[[int, torch.Generator, torch.Generator], Batch]
@@ -196,7 +197,7 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
         progress_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
         description: str = "train",
         on_point: Callable[[TrainInfo], None] | None = None, draw: Draw | None = None,
-        stream: str = "train") -> list[TrainInfo]:  # fmt: skip
+        stream: str = "train", until: int | None = None) -> list[TrainInfo]:  # fmt: skip
     """The training loop of K models (``stepper.models``, seed ``seeds[k]``'s at index k), in place: AdamW at
     :func:`lr_at`'s schedule, each seed's own data and positions generators (seeded from (seed, "train", task) and
     (seed, "positions", task)), statistics summed on the device and read once per learning-curve point, where a
@@ -205,7 +206,8 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
     share (1/K) of the run's, so its tokens/s is what it cost. ``draw`` replaces the task's training batches (a
     second phase's longer or PoSE batches, :mod:`pebench.engine.extension`); ``stream`` names the generators' seeds
     (another name than ``train``: data and positions of their own, ``(seed, stream, task)`` and
-    ``(seed, stream + "-positions", task)``)."""
+    ``(seed, stream + "-positions", task)``); ``until``: stop after that many steps of ``cfg``'s schedule (a
+    checkpoint part of the way through its budget, :mod:`pebench.engine.scaffold`)."""
     from pebench.hashing import derive_seed
 
     n = len(seeds)
@@ -222,7 +224,8 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
     start = time.perf_counter()
     with ctx:
         label = description if n == 1 else f"{description} (x{n} packed)"
-        bar = tqdm(range(cfg.steps), desc=label, disable=progress is False if progress is not None else None,
+        last = cfg.steps if until is None else min(until, cfg.steps)
+        bar = tqdm(range(last), desc=label, disable=progress is False if progress is not None else None,
                    leave=False, dynamic_ncols=True)  # fmt: skip
         for step in bar:
             for group in stepper.opt.param_groups:
@@ -235,7 +238,7 @@ def run(stepper: Stepper, task: Task, cfg: TrainConfig, seeds: list[int], device
             for info in infos:
                 if info.running:
                     info.steps = step + 1
-            point_due = (step + 1) % cfg.curve_interval == 0 or step + 1 == cfg.steps
+            point_due = (step + 1) % cfg.curve_interval == 0 or step + 1 == last
             if point_due and _curve_point(stepper, stats, vals, infos, step + 1, cfg, on_point, bar):
                 break
         bar.close()

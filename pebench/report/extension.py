@@ -22,17 +22,24 @@ from pebench.analysis.scoring import normalised
 from pebench.analysis.stats import Estimate, estimate
 from pebench.status import ResultStatus
 
-POINT = re.compile(r"(?:^|-)(ext|pose)([0-9.]+)x(?:-|$)")
-"""An extension point in a result's point text: ``ext2x``, ``pose2x``."""
+POINT = re.compile(r"(?:^|-)(ext|pose|scaffold)([0-9.]+)x?(?:-|$)")
+"""A second phase's point in a result's point text: ``ext2x``, ``pose2x``, ``scaffold0.625``."""
 
 
-def _point(row: dict[str, Any]) -> tuple[str, float] | None:
+def _point(row: dict[str, Any]) -> tuple[str, str] | None:
+    """(the phase, its value as written) of a result's point: ``("ext", "2x")``; None for the from-scratch protocol."""
     axes = row.get("axes")
     if isinstance(axes, list):
-        found = next(((n, v) for n, v in axes if n in ("ext", "pose")), None)
-        return None if found is None else (found[0], float(found[1].rstrip("x")))
+        return next(((n, v) for n, v in axes if n in ("ext", "pose", "scaffold")), None)
     m = POINT.search(str(row.get("point") or ""))
-    return None if m is None else (m[1], float(m[2]))
+    return None if m is None else (m[1], m[2] + ("x" if m[1] != "scaffold" else ""))
+
+
+def _method(encoding: str, kind: str, value: str) -> tuple[str, float]:
+    """The method's label and its factor F (a scaffold run is evaluated at L, 2L, 4L: F = 2)."""
+    if kind == "scaffold":
+        return f"{encoding} → NoPE at {value}", 2.0
+    return encoding + (" + PoSE" if kind == "pose" else ""), float(value.rstrip("x"))
 
 
 def _norm(row: dict[str, Any]) -> float | None:
@@ -77,13 +84,14 @@ def extension_view(ext: pd.DataFrame, scratch: pd.DataFrame) -> dict[str, Any] |
     if ext.empty:
         return None
     rows = ext.to_dict("records")
-    by_method: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
+    by_method: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         if (found := _point(r)) is not None:
             by_method[(str(r["encoding"]), *found)].append(r)
     zero = _table(scratch.to_dict("records")) if not scratch.empty else {}
     out = []
-    for (enc, kind, factor), mine in by_method.items():
+    for (enc, kind, value), mine in by_method.items():
+        label, factor = _method(enc, kind, value)
         table = _table(mine)
         multiples = (1.0, factor, 2 * factor)
         tasks = sorted({t for (_, t, _, _) in table if all(any(k[1] == t and abs(k[3] - m) < 1e-9 for k in table)
@@ -97,7 +105,7 @@ def extension_view(ext: pd.DataFrame, scratch: pd.DataFrame) -> dict[str, Any] |
         base = [float(m["base_model"]["train_time_s"]) for m in (r.get("metrics") or {} for r in trained)
                 if isinstance(m, dict) and isinstance(m.get("base_model"), dict)]  # fmt: skip
         out.append({
-            "method": enc + (" + PoSE" if kind == "pose" else ""), "encoding": enc, "factor": f"{factor:g}",
+            "method": label, "encoding": enc, "factor": f"{factor:g}",
             "scores": [_text(e) for e in scores], "zero_shot": [_text(e) for e in zero_shot],
             "key": scores[1].mean if scores[1] is not None else -1.0, "n_tasks": len(tasks), "tasks": ", ".join(tasks),
             "seeds": max((e.n for e in scores if e is not None), default=0),

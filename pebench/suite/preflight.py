@@ -56,6 +56,12 @@ def with_extension(config: pytest.Config, sweep: Sweep) -> Sweep:
     """``sweep`` with the extension axis of ``--extend F`` (:func:`pebench.engine.extension.with_axis`), after its
     companions are checked, one line each before anything runs: ``--pose`` and the phase's flags need it; it trains
     with the local executor and one learning rate per case (not ``--lr-halving``)."""
+    if config.getoption("scaffold") is not None:
+        if config.getoption("extend") is not None:
+            raise PebenchError("--scaffold and --extend are two second phases: give one")
+        if config.getoption("executor") == "ray" or config.getoption("lr_halving"):
+            raise PebenchError("--scaffold continues each trained model: run it without --executor ray or --lr-halving")
+        return extension.with_axis(sweep, None, scaffold=config.getoption("scaffold"))
     if config.getoption("extend") is None:
         given = [f for f, d in (("--pose", "pose"), ("--extend-steps", "extend_steps")) if config.getoption(d)]
         if given:

@@ -219,7 +219,7 @@ def test_the_registry_holds_the_published_claims_in_order():
     assert [f.name for f in FINDINGS.items()] == [
         "seed002-k_back", "seed000-lm-order", "press2022-alibi-lm", "kazemnejad2023-copy", "kazemnejad2023-reverse",
         "ruoss2023-randomized", "deletang2023-parity", "chen2023-pi-finetune", "peng2023-yarn-finetune",
-        "lu2024-ntk-inside", "lu2024-degrade-beyond", "zhu2023-pose", "nakanishi2025-dilution",
+        "lu2024-ntk-inside", "lu2024-degrade-beyond", "zhu2023-pose", "seed003-scaffold", "nakanishi2025-dilution",
         "chi2023-alibi-locality", "kazemnejad2023-position-probe", "chen2023-rope-score-range",
         "xiao2023-attention-sinks"]  # fmt: skip
     for f in FINDINGS.items():

@@ -260,7 +260,9 @@ class Finding:
             terms = [t for t in self.terms() if t.point == point]
             cmd = f"pebench run --encoding {','.join(_unique([t.encoding for t in terms]))} --task " \
                 f"{','.join(_unique([task for t in terms for task in t.tasks]))}"  # fmt: skip
-            if point:
+            if point.startswith("scaffold"):
+                cmd += f" --scaffold {point.removeprefix('scaffold')}"
+            elif point:
                 kind, factor = (point[:3], point[3:-1]) if point.startswith("ext") else (point[:4], point[4:-1])
                 cmd += f" --extend {factor}" + (" --pose" if kind == "pose" else "")
             elif any(m not in QUICK_MULTIPLES for t in terms for _, m in t.cells()):

@@ -109,13 +109,15 @@ class Cases:
 
 
 def protocol_point(row: Mapping[str, Any]) -> str:
-    """A result's protocol point: its extension axis (``ext2x``, ``pose2x``: :data:`pebench.engine.extension.AXES`),
+    """A result's protocol point: its second phase's axis (``ext2x``, ``pose2x``, ``scaffold0.625``:
+    :data:`pebench.engine.extension.AXES`),
     or "" (the from-scratch protocol, whatever other sweep point, such as a learning rate, it has)."""
     axes = row.get("axes")
     if isinstance(axes, list):
-        return next((f"{n}{v}" for n, v in axes if n in ("ext", "pose")), "")
+        return next((f"{n}{v}" for n, v in axes if n in ("ext", "pose", "scaffold")), "")
     text = str(row.get("point") or "")
-    return next((part for part in text.split("-") if part.startswith(("ext", "pose")) and part.endswith("x")), "")
+    return next((part for part in text.split("-") if part.startswith(("ext", "pose")) and part.endswith("x")
+                 or part.startswith("scaffold")), "")  # fmt: skip
 
 
 def _vocab(row: Mapping[str, Any]) -> Any:

@@ -87,6 +87,24 @@ POSE = Finding(
     checks=tuple(approx(_ext(e, 2, point="pose2x"), _ext(e, 2), within=CLOSE) for e in ("rope", "yarn")),
 )
 
+SCAFFOLD = Finding(
+    name="seed003-scaffold",
+    title="RoPE as a scaffold: dropped after 62.5% of training, the model keeps its score and extrapolates better",
+    paper="seed study 003 (one of the earlier positional-encoding studies this project grew from): its scaffold runs, "
+    "after DroPE (Sakana AI 2025, arXiv:2512.12167)",
+    claim="The study asks whether a positional encoding is a scaffold: RoPE, YaRN and PoPE checkpoints at 10,000 of "
+    "16,000 steps converted to NoPE and continued with a fresh schedule, against the same encodings trained to the "
+    "end; DroPE reports that a model without its encoding after recalibration keeps its in-distribution quality and "
+    "generalises to longer contexts. Tested on the extension track's tasks with RoPE (--scaffold 0.625): the "
+    "scaffold's mean normalised score at the training length at least RoPE's from scratch minus 0.05, and at 4x "
+    "strictly above RoPE's from scratch.",
+    checks=(
+        normalised("rope", TRACK, 1, group=GROUP, point="scaffold0.625")
+        >= normalised("rope", TRACK, 1, group=GROUP) - CLOSE,
+        normalised("rope", TRACK, 4, group=GROUP, point="scaffold0.625") > normalised("rope", TRACK, 4, group=GROUP),
+    ),
+)
+
 MECHANISM_TASK = "k_back"
 """The task of the mechanism claims: the most measured in the reference, and the one the seed studies share."""
 
@@ -152,5 +170,5 @@ SINKS = Finding(
     checks=(diagnostic("sink_mass", "rope", "lm", 1) >= 0.1, diagnostic("sink_mass", "nope", "lm", 1) >= 0.1),
 )
 
-EXTENSION_FINDINGS = (PI, YARN, CONTROLLED_INSIDE, CONTROLLED_BEYOND, POSE)
+EXTENSION_FINDINGS = (PI, YARN, CONTROLLED_INSIDE, CONTROLLED_BEYOND, POSE, SCAFFOLD)
 MECHANISM_FINDINGS = (DILUTION, LOCALITY, PROBE, SCORE_RANGE, SINKS)
