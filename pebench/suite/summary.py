@@ -194,3 +194,31 @@ def why_lines(records: Iterable[ResultRecord]) -> list[str]:
                 lines.append(f"  {enc:<{width}}  " + "  ".join(t + ("*" if i == 0 else "") for i, (_, t)
                                                                in enumerate(moves)))  # fmt: skip
     return lines
+
+
+def extension_lines(records: Iterable[ResultRecord]) -> list[str]:
+    """The terminal's *Extension by fine-tuning* (issue 88): each method of a second phase (``--extend``,
+    ``--scaffold``) with its normalised score at L, F*L and 2F*L (mean over tasks, then over seeds with a 95%
+    interval), ranked at F*L, and its fine-tune's and base model's mean time; the page's section
+    (:func:`pebench.report.extension.extension_view`) from the same numbers. Nothing for a run without one."""
+    import pandas as pd
+
+    from pebench.report.extension import extension_view
+
+    rows = [{"encoding": r.encoding, "task": r.task, "seed": r.seed, "train_length": r.train_length,
+             "eval_length": r.eval_length, "status": r.status, "score": r.score, "metric": r.metric,
+             "higher_is_better": r.higher_is_better, "chance_level": r.chance_level, "config": r.config,
+             "axes": r.axes, "point": r.point, "train_time_s": r.train_time_s, "metrics": r.metrics}
+            for r in records if any(n in ("ext", "pose", "scaffold") for n, _ in r.axes)]  # fmt: skip
+    view = extension_view(pd.DataFrame(rows), pd.DataFrame()) if rows else None
+    if view is None:
+        return []
+    width = max(len(r["method"]) for r in view["rows"])
+    lines = ["Extension by fine-tuning: normalised score (0 chance, 1 perfect), mean over tasks then seeds [95% "
+             "interval], ranked at F*L; zero-shot beside it: pebench report --run all with from-scratch runs "
+             "(docs/extension.md)"]
+    for r in view["rows"]:
+        lines.append(f"  {r['rank']:>2}. {r['method']:<{width}}  L {r['scores'][0]}  F*L {r['scores'][1]}  "
+                     f"2F*L {r['scores'][2]}  fine-tune {r['tune_s']} s (base {r['base_s']} s)  "
+                     f"{r['n_tasks']} task{'s' if r['n_tasks'] != 1 else ''}")  # fmt: skip
+    return lines

@@ -34,7 +34,7 @@ from pebench.store.lifecycle import HEARTBEAT_S, heartbeat, mark_interrupted
 from pebench.store.provenance import run_info
 from pebench.store.schema import utcnow
 from pebench.suite.state import GIVEN_FLAGS, ONE_RATE_BECAUSE, SuiteState
-from pebench.suite.summary import WHY, case_score, lite_lines, score_tables, why_lines
+from pebench.suite.summary import WHY, case_score, extension_lines, lite_lines, score_tables, why_lines
 
 RESULT_PROPERTY = "pebench_result"
 """``record_property`` name of a case's :class:`ResultRecord` (JSON)."""
@@ -74,7 +74,9 @@ def given_settings(config: pytest.Config) -> list[str]:
                            and config.getoption(d) == FLAGS[d].options.get("default")))  # fmt: skip
 
 
-WHY_NAMES = frozenset(name for name, _ in WHY)
+WHY_NAMES = frozenset([*(name for name, _ in WHY), "base_model"])
+"""The metrics the terminal summary keeps of each result: the diagnostics' means (:func:`why_lines`) and a second
+phase's base model (:func:`extension_lines`)."""
 
 
 class Heartbeat:
@@ -225,7 +227,7 @@ class ResultWriter:
             terminalreporter.write_line(line)
         terminalreporter.write_line("(ID lengths | OOD lengths; * best of its column beyond the seed noise, unmarked "
                                     "when within it)")
-        for line in why_lines(records):
+        for line in why_lines(records) + extension_lines(records):
             terminalreporter.write_line(line)
         terminalreporter.write_line(protocol_line(config))
         terminalreporter.write_line(f"run {self.run_id}: {self.written} results ({statuses}) -> {safe_url(self.url)}")

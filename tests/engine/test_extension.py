@@ -33,6 +33,11 @@ def test_the_issues_command_stores_ext2x_results_evaluated_at_2x_and_beyond(run_
     res = run_suite("--encoding", "rope,pi,yarn", *DONE_WHEN, "--db", db, "--cache-dir", str(cache))
     assert res.returncode == 0, res.output
     assert "k_back (train length 64, at ext2x)" in res.output
+    lines = res.output.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("Extension by fine-tuning:"))
+    ranked = [line.split()[1] for line in lines[head + 1 : head + 4]]
+    assert sorted(ranked) == ["pi", "rope", "yarn"] and [line.split()[0] for line in lines[head + 1 : head + 4]] == [
+        "1.", "2.", "3."] and all(" F*L " in line and "(base " in line for line in lines[head + 1 : head + 4])
     df = results.load(db)
     assert sorted(set(df["encoding"])) == ["pi", "rope", "yarn"]
     assert set(df["point"]) == {"ext2x"} and set(df["status"]) == {ResultStatus.OK}
