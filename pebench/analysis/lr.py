@@ -155,10 +155,16 @@ def chosen(df: pd.DataFrame, validation: Mapping[int, float]) -> pd.DataFrame:
     return pd.concat(keep) if keep else df.iloc[0:0]
 
 
+SECOND_PHASE = frozenset({"ext", "pose", "scaffold"})
+"""The axes of a second phase (:data:`pebench.engine.extension.AXES`): a rate's point with one of them is still that
+rate's (an ``--extend`` run under the default protocol chooses each cell's rate as any run)."""
+
+
 def rate_at(point: Point) -> float | None:
-    """The learning rate of a point of the rate alone (``Point.of(lr="0.003")`` -> 0.003, from a stored result's
-    axes: :meth:`pebench.case.Point.of_stored`); None for any other point (none, or one of other axes)."""
-    return float(point[AXIS]) if set(point) == {AXIS} else None
+    """The learning rate of a point of the rate alone, or with a second phase's axis (``Point.of(lr="0.003")`` and
+    ``Point.of(lr="0.003", ext="2x")`` -> 0.003, from a stored result's axes: :meth:`pebench.case.Point.of_stored`);
+    None for any other point (none, or one of other axes)."""
+    return float(point[AXIS]) if set(point) - SECOND_PHASE == {AXIS} else None
 
 
 def best_point(scored: Iterable[tuple[float, Point]], higher_is_better: bool) -> Point:

@@ -141,3 +141,15 @@ def test_a_phase_whose_base_diverged_is_stored_as_failed_naming_the_base(run_sui
     assert len(df) == 1 and df["status"].iloc[0] == ResultStatus.ERROR, res.output
     assert df["message"].iloc[0].startswith("pi on k_back failed in training: RuntimeError: its base model "
                                             "rope-k_back-s0 diverged")  # fmt: skip
+
+
+def test_under_the_default_protocol_each_cell_is_shown_at_its_chosen_rate(run_suite, tmp_path):
+    """--extend with the learning-rate sweep: a model per rate, each fine-tuned at 0.1 of its rate; the summary
+    reads each cell's chosen rate from points with the extension's axis too."""
+    res = run_suite("--encoding", "rope,pi", *DONE_WHEN[:-2], "--db", f"sqlite:///{tmp_path / 'r.db'}",
+                    "--no-diagnostics", lr_protocol=True)  # fmt: skip
+    assert res.returncode == 0, res.output
+    line = next(line for line in res.output.splitlines() if "each at its best rate of" in line)
+    assert " - " not in line and "pi 0.00" in line and "rope 0.00" in line
+    df = results.load(f"sqlite:///{tmp_path / 'r.db'}")
+    assert sorted(set(df["point"])) == ["lr0.001-ext2x", "lr0.003-ext2x"]
