@@ -57,8 +57,18 @@ def part_of(parts: Path, encoding: str, task: str) -> Path:
     return parts / f"{encoding}-{task}.db"
 
 
-def reproduce(rows: pd.DataFrame, parts: Path, cache: str) -> int:
-    """Train each cell of ``rows`` whose part is missing; the failed cells' count."""
+def reproduce(rows: pd.DataFrame, parts: Path, cache: str, devices: dict[int, str]) -> int:
+    """Train each cell of ``rows`` whose part is missing; the failed cells' count. Says first when a cell's run was
+    trained on another CPU than this one (``devices``: run id -> its stored device): bit for bit is then unlikely."""
+    import torch
+
+    from pebench.store.provenance import device_name
+
+    here = device_name(torch.device("cpu"))
+    for run in sorted({int(r) for r in rows["run_id"]}):
+        if devices.get(run, "").split(" x")[0] != here.split(" x")[0]:
+            print(f"pebench: run {run} was trained on {devices.get(run)!r}, this is {here!r}: its cells will likely "
+                  "not reproduce bit for bit (docs/reproducibility.md)", flush=True)  # fmt: skip
     failed = 0
     for (encoding, task), cell in rows.groupby(["encoding", "task"]):
         part = part_of(parts, encoding, task)
@@ -123,7 +133,12 @@ def main() -> int:
     keys = sorted({(e, t) for e, t in zip(rows["encoding"], rows["task"], strict=True)})[i - 1 :: n]
     mine = rows[[(e, t) in keys for e, t in zip(rows["encoding"], rows["task"], strict=True)]]
     args.parts.mkdir(parents=True, exist_ok=True)
-    return 1 if reproduce(mine, args.parts, args.cache_dir) else 0
+    engine = open_db(args.db, create=False)
+    try:
+        devices = {int(r["id"]): str(r.get("device") or "") for r in store_load.runs(engine)}
+    finally:
+        engine.dispose()
+    return 1 if reproduce(mine, args.parts, args.cache_dir, devices) else 0
 
 
 if __name__ == "__main__":
