@@ -66,8 +66,8 @@ def run_flags(options: Mapping[str, Any]) -> list[str]:
             continue
         if given is not None and dest in settings and dest not in given:
             continue  # a setting the run left at its default: rebuilt at today's default, as currency judges it
-        if flag.options.get("action") == "store_true":
-            args += [flag.flag] if value else []
+        if flag.options.get("action") in ("store_true", "store_false"):  # a switch: given when not at its default
+            args += [flag.flag] if value != flag.options.get("default", False) else []
         elif flag.options.get("action") == "append":
             args += [a for v in value for a in (flag.flag, str(v))]
         else:

@@ -5,6 +5,7 @@ arXiv:2409.12181)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -153,3 +154,24 @@ def test_under_the_default_protocol_each_cell_is_shown_at_its_chosen_rate(run_su
     assert " - " not in line and "pi 0.00" in line and "rope 0.00" in line
     df = results.load(f"sqlite:///{tmp_path / 'r.db'}")
     assert sorted(set(df["point"])) == ["lr0.001-ext2x", "lr0.003-ext2x"]
+
+
+def test_pebench_rebuild_retrains_a_stale_extension_cell(run_suite, pebench_cli, tmp_path, monkeypatch):
+    """A changed phase setting stales an ext2x cell; rebuild reruns it with its run's flags (--extend 2 and the
+    switch --no-diagnostics among them) and merges it back: current again."""
+    import sqlite3
+
+    db_path = tmp_path / "r.db"
+    db = f"sqlite:///{db_path}"
+    assert run_suite("--encoding", "rope,pi", *DONE_WHEN, "--db", db, "--no-diagnostics").returncode == 0
+    with sqlite3.connect(db_path) as con:  # as if the default budget had been 3 steps when these were stored
+        for rid, cfg in con.execute("select id, config from results where encoding = 'pi'").fetchall():
+            config = json.loads(cfg)
+            config["extend"]["steps"] = 3
+            con.execute("update results set config = ? where id = ?", (json.dumps(config), rid))
+    assert "pi on k_back: default changed: extend steps 3 -> 2" in pebench_cli("results", "--db", db, "--stale").stdout
+    monkeypatch.chdir(tmp_path)
+    assert pebench_cli("rebuild", "--db", db).returncode == 0
+    assert pebench_cli("rebuild", "--db", db, "--merge").returncode == 0
+    assert "0 stale cell(s)" in pebench_cli("results", "--db", db, "--stale").stdout
+    assert not any("attn_entropy" in m for m in results.load(db)["metrics"])  # rebuilt with --no-diagnostics
