@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from pebench import metrics
+from pebench.analysis import lr as rate_axes
 from pebench.analysis import noise, reach, scoring
 from pebench.analysis.lr import rate_at
 from pebench.analysis.mechanisms import moved
@@ -76,7 +77,9 @@ def score_tables(records: Iterable[ResultRecord], lr_rates: str | None = None) -
             best[L] = encodings[flags.index(True)] if any(flags) and sum(shown) == 1 else None
         chance_text = "" if chance is None else f", chance {m.display(chance):.3g}{'%' if m.percent else ''}"
         direction = "higher" if m.higher_is_better else "lower"
-        at = f", at {point}" if point else ""
+        # a second phase's axis is named under a learning-rate protocol too (each cell at its chosen rate)
+        phase = sorted({f"{n}{v}" for r in recs for n, v in r.axes if n in rate_axes.SECOND_PHASE})
+        at = f", at {point or '/'.join(phase)}" if point or phase else ""
         lines.append(f"{task} (train length {train_length}{at}): {m.unit}, {direction} is better{chance_text}")
         if lr_rates is not None:
             chosen = defaultdict(list)

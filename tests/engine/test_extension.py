@@ -152,6 +152,7 @@ def test_under_the_default_protocol_each_cell_is_shown_at_its_chosen_rate(run_su
     assert res.returncode == 0, res.output
     line = next(line for line in res.output.splitlines() if "each at its best rate of" in line)
     assert " - " not in line and "pi 0.00" in line and "rope 0.00" in line
+    assert "k_back (train length 64, at ext2x)" in res.output
     df = results.load(f"sqlite:///{tmp_path / 'r.db'}")
     assert sorted(set(df["point"])) == ["lr0.001-ext2x", "lr0.003-ext2x"]
 
