@@ -148,7 +148,7 @@ class ModelCache:
                 def do_train() -> TrainInfo:
                     return train(model, task, cfg, seed=case.seed, device=self.device, progress=self.settings.progress,
                                  progress_context=self.progress_context, description=case.model_id(seeded=True),
-                                 draw=extension.draw(self.settings, task, model), stream=extension.STREAM)  # fmt: skip
+                                 draw=extension.draw(self.settings, task), stream=extension.STREAM)  # fmt: skip
 
                 info = do_train() if timer is None else timer(do_train)
                 trained = TrainedModel(model, info, reused=False)

@@ -157,7 +157,7 @@ def check(task: Task, factor: float) -> None:
         )
 
 
-def draw(settings: Settings, task: Task, model: Any) -> Callable[[int, torch.Generator, torch.Generator], Batch]:
+def draw(settings: Settings, task: Task) -> Callable[[int, torch.Generator, torch.Generator], Batch]:
     """The fine-tune's training batches (on the CPU, from the phase's generators): the task at F·L with the
     encoding's training positions; with PoSE the task at L with PoSE's positions covering F·L tokens."""
     length = fine_tune_length(settings, task)

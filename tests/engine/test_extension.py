@@ -97,13 +97,13 @@ def test_the_schedule_restarts_with_a_fresh_warm_up_at_a_fraction_of_the_rate():
 
 def test_pose_batches_stay_at_the_training_length_with_positions_covering_f_times_it():
     task = build_task("k_back")
-    draw = extension.draw(settings(extend=4.0, pose=True), task, None)
+    draw = extension.draw(settings(extend=4.0, pose=True), task)
     gen, pos = torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)
     batch = draw(256, gen, pos)
     assert batch.positions is not None and batch.positions.shape == batch.inputs.shape == (256, 64)
     assert int(batch.positions[:, 0].max()) == 0 and int(batch.positions.max()) < 256
     assert int(batch.positions.max()) > 200  # the skips reach into the window 4x the training length
-    plain = extension.draw(settings(extend=4.0), task, None)(2, gen, pos)
+    plain = extension.draw(settings(extend=4.0), task)(2, gen, pos)
     assert plain.inputs.shape == (2, 256) and plain.positions is None  # at F*L, the encoding's positions
 
 
