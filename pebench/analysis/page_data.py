@@ -82,6 +82,9 @@ class PageData:
     """The rows (with their JSON) of the runs that continued trained models (``--extend``, :func:`set_aside_runs`),
     shown in their own section, never ranked with the from-scratch protocol; or the page's own rows when it shows
     such a run alone."""
+    diagnostics: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """With ``--run all``: the rows (with their JSON) of the runs that measured diagnostics of cells ranked in other
+    runs (``--diagnostics-run``, :func:`diagnostics_run`), read by the Why section and the mechanism findings only."""
 
 
 def select(df: pd.DataFrame, run_ids: list[int], run: int | str) -> tuple[pd.DataFrame, list[int]]:
@@ -119,6 +122,17 @@ def set_aside_sizes(sel: pd.DataFrame, run_rows: list[dict[str, Any]]
 def extended(options: dict[str, Any] | None) -> bool:
     """Whether a run continued trained models (``--extend``, ``--scaffold``: :mod:`pebench.engine.extension`)."""
     return bool((options or {}).get("extend") or (options or {}).get("scaffold"))
+
+
+def diagnostics_run(options: dict[str, Any] | None) -> bool:
+    """Whether a run measured the diagnostics of cells ranked in other runs (``--diagnostics-run``)."""
+    return bool((options or {}).get("diagnostics_run"))
+
+
+def not_ranked(options: dict[str, Any] | None) -> bool:
+    """Whether a run's results are never ranked with the from-scratch protocol's: a second phase (:func:`extended`)
+    or a diagnostics run (:func:`diagnostics_run`)."""
+    return extended(options) or diagnostics_run(options)
 
 
 def set_aside_runs(sel: pd.DataFrame, run_rows: list[dict[str, Any]], which: Any
@@ -169,7 +183,11 @@ def _select(engine: Any, choice: int | str, point: str | None) -> PageData:
     run_ids: list[int] = []
     if choice != "all" and (runs or choice not in ("latest", "previous")):
         run_ids = [resolve_run_id(engine, choice)]
-    sel, shown_runs = select(df, run_ids, choice)
+    measuring = {r["id"] for r in runs if diagnostics_run(r["options"])} if choice == "all" else set()
+    if measuring >= set(df["run_id"]):  # nothing else to rank: a diagnostics run shown as any run
+        measuring = set()
+    measured = select(df[df["run_id"].isin(measuring)], [], "all")[0]  # set aside before the latest of each case
+    sel, shown_runs = select(df[~df["run_id"].isin(measuring)], run_ids, choice)
     run_rows = [r for r in runs if r["id"] in set(run_ids if choice != "all" else shown_runs)]
     sel, extension, run_rows, _ = set_aside_runs(sel, run_rows, extended) if choice == "all" and point is None else \
         (sel, sel.iloc[0:0], run_rows, [])  # fmt: skip
@@ -193,9 +211,11 @@ def _select(engine: Any, choice: int | str, point: str | None) -> PageData:
         sel = sel if sel.empty else store_load.attach_json(engine, sel)
     sizes = sizes if sizes.empty else store_load.attach_json(engine, sizes)
     extension = extension if extension.empty else store_load.attach_json(engine, extension)
+    measured = measured if measured.empty else store_load.attach_json(engine, measured)
     if extension.empty and any(extended(r["options"]) for r in run_rows):  # an --extend run shown alone
         extension = sel
-    data = PageData("", df, runs, run_rows, sel, every_point, rates, sizes, size_runs, extension=extension)
+    data = PageData("", df, runs, run_rows, sel, every_point, rates, sizes, size_runs, extension=extension,
+                    diagnostics=measured)
     data.curves = _owners_curves(engine, sel, curves)
     return data
 
@@ -219,7 +239,7 @@ def read_reference(url: str, sel: pd.DataFrame, rates: str | None = None) -> Ref
     try:
         ref = store_load.load_light(engine)
         ref_runs = store_load.runs(engine)
-        ref = ref[~ref["run_id"].isin({r["id"] for r in ref_runs if extended(r["options"])})]  # another protocol
+        ref = ref[~ref["run_id"].isin({r["id"] for r in ref_runs if not_ranked(r["options"])})]  # another protocol
         protocols = {int(r["id"]): lr.protocol(r["options"]) for r in ref_runs}
         ref, other_protocol = protocol_split(ref, protocols, rates)
         ref = store_load.attach_json(engine, ref) if not ref.empty else ref.assign(config=[], metrics=[])

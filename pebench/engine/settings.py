@@ -277,6 +277,10 @@ _FLAGS = (
     _flag("--no-diagnostics", "diagnostics", "store no mechanism diagnostics (attention entropy, local and sink mass, "
           "position probe, logit range; docs/diagnostics.md) with the results (they cost about one training step a "
           "case)", {"action": "store_false", "default": True}, "suite", "run", "setting"),
+    _flag("--diagnostics-run", "diagnostics_run", "this run measures the mechanism diagnostics of cells ranked in "
+          "other runs (the reference's, retrained): with --run all its results are set aside, read by the page's "
+          "Why section and the mechanism findings only, never ranked, joined as a reference or guarded "
+          "(docs/diagnostics.md)", {"action": "store_true"}, "suite", "run"),
     _flag("--device", "device", "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps (default auto)",
           {"default": "auto"}, "suite", "run", "setting"),
     _flag("--plugin", "pebench_plugins", "import encodings and tasks from a Python file or module (repeatable; also "

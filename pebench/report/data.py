@@ -206,10 +206,11 @@ def page_context(d: PageData, allow_stale: bool = False, curves: str | None = No
         max_failures=header.MAX_FAILURES_SHOWN,
         superseded=d.superseded,
         findings=findings_view(sel if d.extension.empty or d.extension.equals(d.sel) else
-                               pd.concat([sel, d.extension])),  # the extension's claims read its own points
-        why=why_view(sel, order),
+                               pd.concat([sel, d.extension]), d.diagnostics),  # the extension's own points
+        why=why_view(sel, order, d.diagnostics),
         extension=extension_view(d.extension, sel if not d.extension.equals(d.sel) else sel.iloc[0:0]),
         why_headers=WHY_HEADERS,
+        why_runs=sorted({int(r) for r in d.diagnostics["run_id"]}) if not d.diagnostics.empty else [],
         any_partial=any(e.partial for e in assembled.entries),
         point=d.point,
         # a learning-rate protocol's rates are summarised (lr_rates), not ranked point by point

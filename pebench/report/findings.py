@@ -15,11 +15,12 @@ from pebench.analysis.findings.output import side_text
 CSS = {HOLDS: "holds", FAILS: "fails"}
 
 
-def findings_view(sel: pd.DataFrame) -> list[dict[str, Any]]:
+def findings_view(sel: pd.DataFrame, measured: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """One dict per finding: title, source, claim, verdict (and its CSS class), the checks with their numbers, and
-    for one not run the missing cases and the command that runs them."""
+    for one not run the missing cases and the command that runs them; a diagnostics run's rows ``measured`` give
+    the mechanism claims the diagnostics of cells whose shown results store none."""
     out = []
-    for r in evaluate_all(sel):
+    for r in evaluate_all(sel, measured):
         n = len(r.seeds)
         checks = [
             {"text": c.check.text(), "numbers": f"{side_text(c.left, n, True)} {op_text(c.check.op)} "

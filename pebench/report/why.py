@@ -17,7 +17,7 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from pebench import metrics
-from pebench.analysis.mechanisms import moved
+from pebench.analysis.mechanisms import measured_rows, moved
 from pebench.analysis.scoring import normalised
 from pebench.status import ResultStatus
 
@@ -65,11 +65,11 @@ def sparkline(values: list[float | None], low: float, high: float, label: str) -
                   f"{dots}</svg>")  # fmt: skip
 
 
-def _means(sel: pd.DataFrame) -> dict[str, dict[str, dict[int, float]]]:
+def _means(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[int, float]]]:
     """encoding -> column -> multiple -> the mean over the tasks that have the column at 1x and 4x (per task, the
     mean over seeds)."""
     per_task: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in sel.to_dict("records"):
+    for row in rows:
         train, length = int(row["train_length"]), int(row["eval_length"])
         if length % train or length // train not in MULTIPLES:
             continue
@@ -86,10 +86,12 @@ def _means(sel: pd.DataFrame) -> dict[str, dict[str, dict[int, float]]]:
             for enc, cols in out.items()}  # fmt: skip
 
 
-def why_view(sel: pd.DataFrame, order: list[str]) -> list[dict[str, Any]]:
+def why_view(sel: pd.DataFrame, order: list[str], measured: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """One row per encoding of ``order`` whose results store diagnostics at 1x and 4x: its cells (a sparkline and
-    ``1x -> 4x`` per column) and the diagnostic that moved most; [] when no result stores them."""
-    means = _means(sel)
+    ``1x -> 4x`` per column) and the diagnostic that moved most; [] when no result stores them. A cell whose results
+    store none takes the diagnostics and scores of a diagnostics run's models of it, ``measured``
+    (:func:`pebench.analysis.mechanisms.measured_rows`)."""
+    means = _means(measured_rows(sel, measured, DIAGNOSTICS))
     rows = []
     for enc in [e for e in order if e in means and any(d in means[e] for d in DIAGNOSTICS)]:
         cells, moves = [], []

@@ -154,6 +154,7 @@ def locate(url: str, pairs: Sequence[tuple[str, str]]) -> list[Cell]:
     with that run's options, device and the models and stored training time of its seed 0; a one-line error for a
     cell no such run holds."""
     from pebench.analysis.currency import stale_pairs
+    from pebench.analysis.page_data import not_ranked
     from pebench.analysis.training_time import stored_training
     from pebench.store.database import open_readonly, safe_url
     from pebench.store.load import load_light, runs
@@ -162,14 +163,15 @@ def locate(url: str, pairs: Sequence[tuple[str, str]]) -> list[Cell]:
     try:
         by_id = {int(r["id"]): r for r in runs(engine)}
         df = load_light(engine)
-        usable = [rid for rid, r in by_id.items() if not (r["options"] or {}).get("sweep")]
+        usable = [rid for rid, r in by_id.items()  # never a set-aside run: another size, phase or the diagnostics
+                  if not (r["options"] or {}).get("sweep") and not not_ranked(r["options"])]
         cells = []
         for encoding, task in pairs:
             mine = df[(df["encoding"] == encoding) & (df["task"] == task) & (df["seed"] == 0)]
             mine = mine[mine["run_id"].isin(usable)]
             if mine.empty:
-                raise PebenchError(f"{encoding} on {task}: {safe_url(url)} holds no result of seed 0 of it outside "
-                                   "a set-aside size run (--sweep); pick a cell it holds")  # fmt: skip
+                raise PebenchError(f"{encoding} on {task}: {safe_url(url)} holds no result of seed 0 of it outside a "
+                                   "run set aside (--sweep, --extend, --diagnostics-run); pick a cell it holds")
             run_id = int(mine["run_id"].max())
             rows, run = mine[mine["run_id"] == run_id], by_id[run_id]
             models, seconds = stored_training(rows)

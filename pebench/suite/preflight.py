@@ -55,7 +55,15 @@ def collected_lengths(config: pytest.Config, task: Any, extend: float | None = N
 def with_extension(config: pytest.Config, sweep: Sweep) -> Sweep:
     """``sweep`` with the extension axis of ``--extend F`` (:func:`pebench.engine.extension.with_axis`), after its
     companions are checked, one line each before anything runs: ``--pose`` and the phase's flags need it; it trains
-    with the local executor and one learning rate per case (not ``--lr-halving``)."""
+    with the local executor and one learning rate per case (not ``--lr-halving``). ``--diagnostics-run`` needs the
+    diagnostics and the from-scratch protocol."""
+    if config.getoption("diagnostics_run"):
+        off = [f for f, bad in (("--no-diagnostics", not config.getoption("diagnostics")),
+                                ("--extend", config.getoption("extend") is not None),
+                                ("--scaffold", config.getoption("scaffold") is not None)) if bad]  # fmt: skip
+        if off:
+            raise PebenchError(f"--diagnostics-run measures the diagnostics of from-scratch cells: run it without "
+                               f"{off[0]}")  # fmt: skip
     if config.getoption("scaffold") is not None:
         if config.getoption("extend") is not None:
             raise PebenchError("--scaffold and --extend are two second phases: give one")
@@ -185,4 +193,3 @@ def _check_outside_encodings(state: SuiteState) -> None:
             first = (str(err).strip().splitlines() or [""])[0]
             raise PebenchError(f"{source}: encoding {enc} fails on a batch of {PROBE_BATCH} of task {name} at length "
                                f"{task.train_length}: {type(err).__name__}: {first}") from None  # fmt: skip
-

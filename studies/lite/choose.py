@@ -37,6 +37,7 @@ def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, tuple[in
     seconds per task, both rates, seed 0; each full row's 95% rank range in the full ranking; encoding -> task ->
     seed -> the same score per seed) from the reference at ``url``."""
     from pebench.analysis import lr, noise, ranking, scoring
+    from pebench.analysis.page_data import not_ranked
     from pebench.report.data import select, set_aside_sizes
     from pebench.store import load as store_load
     from pebench.store.database import open_db
@@ -44,9 +45,11 @@ def cell_table(url: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, tuple[in
     engine = open_db(url, create=False)
     try:
         df = store_load.load_light(engine)
+        runs = store_load.runs(engine)
+        df = df[~df["run_id"].isin({r["id"] for r in runs if not_ranked(r["options"])})]  # a second phase, diagnostics
         sel, ids = select(df, [], "all")
         # the default size only: a larger model's runs (issue 69, "Across scale") are never fitted with it
-        sel = set_aside_sizes(sel, [r for r in store_load.runs(engine) if r["id"] in ids])[0]
+        sel = set_aside_sizes(sel, [r for r in runs if r["id"] in ids])[0]
         cost = sel[(sel.encoding == "alibi") & (sel.seed == 0) & (sel.eval_length == sel.train_length)]
         cost = cost.groupby("task")["train_time_s"].sum()
         sel = store_load.attach_json(engine, sel)

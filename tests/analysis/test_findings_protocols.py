@@ -65,3 +65,19 @@ def test_findings_on_a_database_with_both_protocols_runs(run_suite, pebench_cli,
     assert res.returncode in (0, 1), res.stderr
     assert "chi2023-alibi-locality: " in res.stdout and "sweep points" not in res.stderr
     assert "not in the run: task copy" in res.stdout  # the extension claims: k_back only of the track's tasks
+
+
+def test_a_mechanism_claim_reads_a_diagnostics_run_where_the_ranked_results_store_none():
+    from pebench.analysis.findings import evaluate_all
+
+    ranked = frame([row("alibi", "k_back", 256, 0.9), row("rope", "k_back", 256, 0.2)])  # --no-diagnostics
+    measured = frame([row("alibi", "k_back", 256, 0.8, metrics={"local_mass": 0.95}),
+                      row("rope", "k_back", 256, 0.3, metrics={"local_mass": 0.4})])  # fmt: skip
+    measured["id"] += 10
+    res = next(r for r in evaluate_all(ranked, measured) if r.name == LOCALITY.name)
+    assert res.verdict == HOLDS and res.checks[0].left.per_seed == {0: pytest.approx(0.95)}
+    # where the ranked results store the diagnostic, theirs is read, not the diagnostics run's
+    own = frame([row("alibi", "k_back", 256, 0.9, metrics={"local_mass": 0.5}), row("rope", "k_back", 256, 0.2)])
+    res = next(r for r in evaluate_all(own, measured) if r.name == LOCALITY.name)
+    assert res.verdict == FAILS and res.checks[0].left.per_seed == {0: pytest.approx(0.5)}
+    assert next(r for r in evaluate_all(ranked) if r.name == LOCALITY.name).verdict == NOT_RUN

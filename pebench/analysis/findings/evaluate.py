@@ -94,7 +94,7 @@ class Cases:
     """A run's results by (encoding, task, eval length, seed) at each task's training length (a later result of the
     same case and seed replaces an earlier one)."""
 
-    def __init__(self, df: pd.DataFrame) -> None:
+    def __init__(self, df: pd.DataFrame, measured: pd.DataFrame | None = None) -> None:
         rows = df.sort_values("id").to_dict("records") if "id" in df.columns else df.to_dict("records")
         counts: Counter[tuple[str, int]] = Counter((str(r["task"]), int(r["train_length"])) for r in rows)
         self.train_length: dict[str, int] = {}
@@ -106,6 +106,23 @@ class Cases:
             if int(r["train_length"]) == self.train_length[task]:
                 key = (str(r["encoding"]), task, int(r["eval_length"]), protocol_point(r))
                 self.rows.setdefault(key, {})[int(r["seed"])] = r
+        self.measured: dict[tuple[str, str, int, str], dict[int, dict[str, Any]]] = {}
+        """The rows of a diagnostics run (``--diagnostics-run``) by the same key: a diagnostic term reads them where
+        the rows of ``df`` store no value of it."""
+        for r in [] if measured is None or measured.empty else measured.sort_values("id").to_dict("records"):
+            if int(r["train_length"]) == self.train_length.get(str(r["task"])):
+                key = (str(r["encoding"]), str(r["task"]), int(r["eval_length"]), protocol_point(r))
+                self.measured.setdefault(key, {})[int(r["seed"])] = r
+
+    def of(self, key: tuple[str, str, int, str], metric: str) -> dict[int, dict[str, Any]] | None:
+        """The rows of ``key`` by seed for ``metric``: a diagnostic's from the diagnostics run where no row of
+        ``key`` stores it."""
+        rows = self.rows.get(key)
+        if metric in DIAGNOSTICS and key in self.measured and not any(
+                isinstance(r.get("metrics"), Mapping) and r["metrics"].get(metric) is not None
+                for r in (rows or {}).values()):  # fmt: skip
+            return self.measured[key]
+        return rows
 
 
 def protocol_point(row: Mapping[str, Any]) -> str:
@@ -158,7 +175,7 @@ def evaluate_term(term: Term, cases: Cases) -> TermValue:
             continue
         length = int(round(m * tl))
         case = Case(term.encoding, task, length).id + (f"-{term.point}" if term.point else "")
-        per_seed = cases.rows.get((term.encoding, task, length, term.point))
+        per_seed = cases.of((term.encoding, task, length, term.point), term.metric)
         if not per_seed:
             out.missing.append((case, "not in the run"))
             continue
@@ -240,8 +257,9 @@ def evaluate(finding: Finding, df: pd.DataFrame, cases: Cases | None = None) -> 
     return FindingResult(finding, HOLDS if ok else FAILS, checks, [], seeds, noisy)
 
 
-def evaluate_all(df: pd.DataFrame, findings: Iterable[Finding]) -> list[FindingResult]:
-    cases = Cases(df)
+def evaluate_all(df: pd.DataFrame, findings: Iterable[Finding], measured: pd.DataFrame | None = None
+                 ) -> list[FindingResult]:  # fmt: skip
+    cases = Cases(df, measured)
     return [evaluate(f, df, cases) for f in findings]
 
 

@@ -24,6 +24,7 @@ from pebench.analysis.findings.evaluate import (
 )
 from pebench.analysis.findings.evaluate import evaluate_all as _evaluate_all
 from pebench.analysis.findings.published import FINDINGS
+from pebench.analysis.page_data import diagnostics_run
 from pebench.analysis.sweeps import one_point
 from pebench.errors import PebenchError
 from pebench.store.database import safe_url
@@ -62,16 +63,27 @@ def latest_of_each_case(df: pd.DataFrame) -> pd.DataFrame:
 def load_run(db_url: str, run: int | str | None = "latest") -> tuple[pd.DataFrame, list[int]]:
     """The results of ``run`` (an id, ``latest``, ``previous``, or ``all``: the latest result of every case across
     runs) and the run ids they come from. Unknown runs raise a one-line error."""
-    choice = check_run(run)
+    df, runs, _ = _load_run(db_url, check_run(run))
+    return df, runs
+
+
+def _load_run(db_url: str, choice: int | str) -> tuple[pd.DataFrame, list[int], pd.DataFrame]:
+    """:func:`load_run`, and with ``all`` the rows of the diagnostics runs (``--diagnostics-run``) set aside before
+    the latest result of each case is taken, when other runs remain (they are read by the mechanism claims only)."""
     df = load(db_url, None if choice == "all" else choice)
+    measured = df.iloc[0:0]
     if choice == "all":
+        aside = df["run_options"].map(diagnostics_run).astype(bool) if "run_options" in df else None
+        if aside is not None and aside.any() and not aside.all():
+            df, measured = df[~aside], latest_of_each_case(df[aside])
         df = latest_of_each_case(df)
-    return df, sorted(int(r) for r in df["run_id"].unique())
+    return df, sorted(int(r) for r in df["run_id"].unique()), measured
 
 
-def evaluate_all(df: pd.DataFrame) -> list[FindingResult]:
-    """Every registered finding against the results in ``df``."""
-    return _evaluate_all(df, FINDINGS.items())
+def evaluate_all(df: pd.DataFrame, measured: pd.DataFrame | None = None) -> list[FindingResult]:
+    """Every registered finding against the results in ``df`` (the mechanism claims reading a diagnostics run's rows
+    ``measured`` for the cells whose results in ``df`` store no diagnostics)."""
+    return _evaluate_all(df, FINDINGS.items(), measured)
 
 
 @dataclass
@@ -95,21 +107,21 @@ def run_findings(db_url: str, run: int | str | None = "latest", point: str | Non
     :func:`pebench.analysis.sweeps.one_point`; a learning-rate sweep without ``point``, against each cell at its
     chosen rate: :func:`pebench.analysis.lr.at_chosen_rates`)."""
     choice = check_run(run)
-    df, runs = load_run(db_url, choice)
+    df, runs, measured = _load_run(db_url, choice)
     if choice == "all" and point is None and "run_options" in df:  # a larger model is compared, never ranked here
         sized = df["run_options"].map(size_sweep).astype(bool)
         if sized.any() and not sized.all():
             df, runs = df[~sized], sorted({int(r) for r in df.loc[~sized, "run_id"]})
     if point is None and any(lr.protocol(o) is not None for o in df.get("run_options", [])):
         try:  # each cell at its own chosen rate: the rates differ from cell to cell, and are not points to rank
-            return FindingsReport(db_url, choice, runs, evaluate_all(lr.at_chosen_rates(db_url, df)))
+            return FindingsReport(db_url, choice, runs, evaluate_all(lr.at_chosen_rates(db_url, df), measured))
         except PebenchError as err:
             raise FindingsError(str(err)) from None
     if point is None and not df.empty:  # the extension's points are protocols of their own, never ranked as points
         extended = df.apply(lambda r: bool(protocol_point(r)), axis=1).astype(bool)
-        return FindingsReport(db_url, choice, runs,
-                              evaluate_all(pd.concat([one_point(df[~extended], None), df[extended]])))  # fmt: skip
-    return FindingsReport(db_url, choice, runs, evaluate_all(one_point(df, point)))
+        both = pd.concat([one_point(df[~extended], None), df[extended]])
+        return FindingsReport(db_url, choice, runs, evaluate_all(both, measured))
+    return FindingsReport(db_url, choice, runs, evaluate_all(one_point(df, point), measured))
 
 
 # -- text ------------------------------------------------------------------------------------------------------------
