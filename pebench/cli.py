@@ -92,10 +92,10 @@ def _bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
-def _db(args: argparse.Namespace) -> str:
+def _db(args: argparse.Namespace, write: bool = False) -> str:
     from pebench.store.database import resolve_url
 
-    return resolve_url(args.db)
+    return resolve_url(args.db, write=write)
 
 
 def _table(args: argparse.Namespace) -> int:
@@ -185,7 +185,7 @@ def _database(args: argparse.Namespace) -> int:
     from pebench.store.database import open_db, open_readonly, safe_url
     from pebench.store.migrate import SchemaState, inspect_schema, upgrade_database
 
-    url = _db(args)
+    url = _db(args, write=args.action == "upgrade")
     shown = safe_url(url)
     if args.action == "upgrade":
         engine = open_db(url, create=False, check=False)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -42,18 +41,16 @@ from pebench.engine.currency import RunSettings
 from pebench.errors import PebenchError
 from pebench.hashing import config_hash
 from pebench.models import ModelConfig
-from pebench.store.database import open_readonly, safe_url
+from pebench.store.database import REFERENCE_FILE, REFERENCE_NAME, open_readonly, safe_url
 from pebench.store.load import attach_json, curve_points, load_light, runs
 
 DEFAULT_DEPTH = "default"
-REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "reference.db"
-"""The reference results shipped in the package (built last, at the final defaults: issue 29 item 5)."""
 
 
 def reference_url(given: str | None) -> str:
-    """The database of reference results: ``given`` (a URL), else the shipped :data:`REFERENCE_FILE`; a one-line
-    error when neither is there."""
-    if given:
+    """The database of reference results: ``given`` (a URL), else (or ``reference``) the shipped
+    :data:`REFERENCE_FILE`; a one-line error when neither is there."""
+    if given and given != REFERENCE_NAME:
         return given
     if not REFERENCE_FILE.is_file():
         raise PebenchError(f"no reference results ship with this pebench ({REFERENCE_FILE.name} is not in "

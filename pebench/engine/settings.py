@@ -235,7 +235,8 @@ def _config_flag(name: str, f: Field[Any]) -> Flag:
 
 _TOL = Tolerances()
 _FLAGS = (
-    _flag("--db", "db", "results database URL (default: $PEBENCH_DB, else sqlite:///results.db in the project root)",
+    _flag("--db", "db", "results database URL (default: $PEBENCH_DB, else sqlite:///results.db in the project root; "
+          "reference: the shipped reference results, for the commands that only read)",
           {}, "suite"),
     _flag("--tier", "tier", "quick: train length, 2x, 4x; full: more lengths; lite: the quick tier on the few tasks "
           "whose results predict the full aggregate, and that prediction (pebench/data/lite.json, studies/lite)",

@@ -37,6 +37,10 @@ from pebench.store.schema import CurvePoint, Result, Run, utcnow
 DB_ENV = "PEBENCH_DB"
 ROOT_MARKERS = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg")
 PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
+REFERENCE_FILE = PACKAGE_DATA / "reference.db"
+"""The reference results shipped in the package (built last, at the final defaults: issue 29 item 5)."""
+REFERENCE_NAME = "reference"
+"""``--db reference``: the shipped :data:`REFERENCE_FILE`, for the commands that read (a run never writes it)."""
 """The data shipped inside the package (the reference results, ``reference.db``): a SQLite file here is never
 written under a reader, is read from installs the user may not write (opened ``immutable``), and keeps its
 rollback journal when a writer opens it (never switched to WAL mode)."""
@@ -52,10 +56,16 @@ def project_root(start: Path | None = None) -> Path:
     return here
 
 
-def resolve_url(given: str | None = None, root: Path | None = None) -> str:
-    """The results database URL: ``given`` (``--db``), else ``$PEBENCH_DB``, else ``results.db`` in ``root`` (the
-    suite passes pytest's rootdir; elsewhere :func:`project_root`). The suite and every ``pebench`` command use this
-    one function, so they agree on the default."""
+def resolve_url(given: str | None = None, root: Path | None = None, write: bool = False) -> str:
+    """The results database URL: ``given`` (``--db``; ``reference``: the shipped :data:`REFERENCE_FILE`, refused when
+    the command would ``write`` it), else ``$PEBENCH_DB``, else ``results.db`` in ``root`` (the suite passes pytest's
+    rootdir; elsewhere :func:`project_root`). The suite and every ``pebench`` command use this one function, so they
+    agree on the default."""
+    if given == REFERENCE_NAME:
+        if write:
+            raise DatabaseError("--db reference is the shipped reference, which this command would write: give "
+                                "another --db (--with-reference puts a run's results beside the reference)")
+        return f"sqlite:///{REFERENCE_FILE}"
     if given:
         return given
     env = os.environ.get(DB_ENV)

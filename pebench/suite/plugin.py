@@ -239,7 +239,7 @@ def pytest_configure(config: pytest.Config) -> None:
             encodings=_names(config, "encoding", encodings),
             tasks=_names(config, "task", tasks),
             runner=Runner(settings, sweep=sweep),
-            db_url=resolve_url(config.getoption("db"), Path(config.rootpath)),
+            db_url=resolve_url(config.getoption("db"), Path(config.rootpath), write=True),
             tolerances=tolerances(config.getoption("tolerance"), config.getoption("ppl_tolerance")),
             shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
             seeds=plan,

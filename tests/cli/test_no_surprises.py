@@ -113,9 +113,9 @@ def test_pebench_run_help_lists_the_cache_options(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-def test_the_readme_says_what_the_database_stores_as_a_case_id():
+def test_the_docs_say_what_the_database_stores_as_a_case_id():
     case = Case("rope", "k_back", 64, seed=1, point=Point.of(layers=4))
     assert (case.id, case.test_id(seeded=True)) == ("rope-k_back-L64-layers4", "rope-k_back-L64-layers4-s1")
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "running.md").read_text().split())
     assert ("The database stores the id without the seed (`case_id`: `rope-k_back-L64`, `rope-k_back-L64-layers4`) "
             "and the seed and the sweep point in columns of their own (`seed`; `point`") in readme  # fmt: skip
