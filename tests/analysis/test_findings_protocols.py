@@ -58,9 +58,10 @@ def test_a_mechanism_claim_reads_the_diagnostic_from_the_results_metrics():
 def test_findings_on_a_database_with_both_protocols_runs(run_suite, pebench_cli, tmp_path):
     db = f"sqlite:///{tmp_path / 'r.db'}"
     tiny = ("--task", "k_back", "--steps", "5", "--d-model", "16", "--layers", "1", "--heads", "2", "--batch-size",
-            "8", "--eval-samples", "8", "--lr-sweep", "off", "--db", db)  # fmt: skip
-    assert run_suite("--encoding", "rope,alibi", *tiny).returncode == 0
-    assert run_suite("--encoding", "rope,pi", "--extend", "2", *tiny).returncode == 0
+            "8", "--eval-samples", "8", "--db", db)  # fmt: skip
+    # the from-scratch run at the learning-rate protocol (as the reference's), the extension at one rate (as its track)
+    assert run_suite("--encoding", "rope,alibi", *tiny, lr_protocol=True).returncode == 0
+    assert run_suite("--encoding", "rope,pi", "--extend", "2", "--lr-sweep", "off", *tiny).returncode == 0
     res = pebench_cli("findings", "--db", db, "--run", "all")
     assert res.returncode in (0, 1), res.stderr
     assert "chi2023-alibi-locality: " in res.stdout and "sweep points" not in res.stderr

@@ -112,15 +112,17 @@ def run_findings(db_url: str, run: int | str | None = "latest", point: str | Non
         sized = df["run_options"].map(size_sweep).astype(bool)
         if sized.any() and not sized.all():
             df, runs = df[~sized], sorted({int(r) for r in df.loc[~sized, "run_id"]})
-    if point is None and any(lr.protocol(o) is not None for o in df.get("run_options", [])):
+    # the extension's points are protocols of their own, never ranked as points nor chosen among as rates
+    second = df.apply(lambda r: bool(protocol_point(r)), axis=1).astype(bool) if not df.empty else None
+    first, later = (df[~second], df[second]) if second is not None else (df, df.iloc[0:0])
+    if point is None and any(lr.protocol(o) is not None for o in first.get("run_options", [])):
         try:  # each cell at its own chosen rate: the rates differ from cell to cell, and are not points to rank
-            return FindingsReport(db_url, choice, runs, evaluate_all(lr.at_chosen_rates(db_url, df), measured))
+            chosen = lr.at_chosen_rates(db_url, first)
         except PebenchError as err:
             raise FindingsError(str(err)) from None
-    if point is None and not df.empty:  # the extension's points are protocols of their own, never ranked as points
-        extended = df.apply(lambda r: bool(protocol_point(r)), axis=1).astype(bool)
-        both = pd.concat([one_point(df[~extended], None), df[extended]])
-        return FindingsReport(db_url, choice, runs, evaluate_all(both, measured))
+        return FindingsReport(db_url, choice, runs, evaluate_all(pd.concat([chosen, later]), measured))
+    if point is None and not df.empty:
+        return FindingsReport(db_url, choice, runs, evaluate_all(pd.concat([one_point(first, None), later]), measured))
     return FindingsReport(db_url, choice, runs, evaluate_all(one_point(df, point), measured))
 
 
