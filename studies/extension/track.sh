@@ -8,7 +8,7 @@
 # what is done), merged at the end with pebench merge.
 #
 #   bash studies/extension/track.sh TASK [TASK ...]      # e.g. k_back copy; all 8 without arguments
-#   bash studies/extension/track.sh scaffold             # the scaffold runs on all 8 tasks
+#   bash studies/extension/track.sh scaffold [I/N]       # the scaffold runs on all 8 tasks (shard I of N)
 #
 # Estimate (docs/extension.md): per seed, 5 base models over the 8 tasks (49 CPU-min each, from the reference's
 # training times) and 12 fine-tunes at a quarter of the budget (10 at 2L, about 2.1x a step at L; 2 PoSE at L).
@@ -18,9 +18,11 @@ tasks=("$@")
 all=(k_back copy reverse assoc_recall long_range_match lm passkey needle)
 [ ${#tasks[@]} -gt 0 ] || tasks=("${all[@]}")
 cache="${PEBENCH_TRACK_CACHE:-.pebench_cache/extension}"
-if [ "${tasks[0]}" = scaffold ]; then
+if [ "${tasks[0]}" = scaffold ]; then  # track.sh scaffold [I/N]: one shard of them, into a database of its own
+  shard="${tasks[1]:-1/1}"
   python -m pebench run --encoding rope --task "$(IFS=,; echo "${all[*]}")" --scaffold 0.625 --seeds 3 \
-    --lr-sweep off --db sqlite:///studies/extension/track_scaffold.db --cache-dir "$cache" --reuse -q
+    --lr-sweep off --shard "$shard" --db "sqlite:///studies/extension/track_scaffold_${shard%%/*}.db" \
+    --cache-dir "$cache" --reuse -q
   exit
 fi
 for task in "${tasks[@]}"; do
