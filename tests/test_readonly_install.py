@@ -70,7 +70,7 @@ def test_reading_commands_and_a_reference_run_leave_a_read_only_install_untouche
     assert "stale cell(s) of" in ok("results", "--stale", "--db", url).splitlines()[-1]
     assert ok("report", "--db", url, "--run", "all", "-o", "ref.html").startswith("wrote ref.html")
     assert ok("db", "status", "--db", url).startswith(f"{url}: a pebench database at schema revision")
-    assert ok("findings", "--db", url).startswith(f"findings for run 8 of {url}: ")
+    assert ok("findings", "--db", url, "--run", "all").startswith("findings for latest result of every case (runs 1, ")
     my_pe(tmp_path)
     out = ok("run", "--plugin", "my_pe.py", "--encoding", "my_pe", "--task", "k_back", "-n", "2", "--with-reference",
              "--report", "mine.html")  # fmt: skip
