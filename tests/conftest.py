@@ -260,9 +260,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return WorkStealingScheduling(config, log)
 
 
-LONGEST = ("tests/store/test_under_load.py", "tests/test_install.py", "tests/suite/test_scale_out.py")
+LONGEST = ("tests/store/test_under_load.py", "tests/test_install.py", "tests/suite/test_scale_out.py",
+           "tests/test_readme.py", "tests/test_readonly_install.py")
 """The modules of the longest tests, started before the other slow ones (measured in CI at 07:43 on 2026-12-02: 90,
-89, 58, 32 and 27 s)."""
+89, 58, 32 and 27 s; the README's commands and the read-only install, 159 and 210 s in a loaded CI run of
+2026-12-05)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
