@@ -66,7 +66,7 @@ def test_reading_commands_and_a_reference_run_leave_a_read_only_install_untouche
         return _ok([*unprivileged, bin_dir / "pebench", *args], tmp_path).stdout
 
     url = f"sqlite:///{ref}"
-    assert "stick_breaking-" in ok("results", "--db", url)
+    assert "stick_breaking-" in ok("results", "--db", url, "--run", "all", "--encoding", "stick_breaking")
     assert "stale cell(s) of" in ok("results", "--stale", "--db", url).splitlines()[-1]
     assert ok("report", "--db", url, "--run", "all", "-o", "ref.html").startswith("wrote ref.html")
     assert ok("db", "status", "--db", url).startswith(f"{url}: a pebench database at schema revision")

@@ -12,7 +12,7 @@ import argparse
 from collections import defaultdict
 
 from pebench.report.data import load
-from pebench.report.extension import _norm, _point, extension_view
+from pebench.report.extension import _method, _norm, _point, extension_view
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
         found, value = _point(row), _norm(row)
         if found is None or value is None:
             continue
-        label = row["encoding"] + {"pose": " + PoSE", "scaffold": f" scaffold {found[1]}"}.get(found[0], "")
+        label = _method(str(row["encoding"]), *found)[0]
         per[(label, row["task"])][int(row["eval_length"]) // int(row["train_length"])].append(value)
     print("\nPer task, the mean over seeds at F·L / 2F·L (F = 2):\n")
     print("| method | " + " | ".join(tasks) + " |")

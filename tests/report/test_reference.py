@@ -212,7 +212,8 @@ def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys, monkey
 def test_shipped_reference_is_whole_and_current():
     """The reference that ships with pebench (issue 29 item 5): eight finished runs holding every registered encoding
     on every task it applies to at both learning rates, the three-seed cells below, the second model scale (run 8,
-    issue 69) beside them, every result ok, and every
+    issue 69) and the extension track (runs 9 on: each task's --extend and --pose runs, then the scaffold run; issue
+    88) beside them, every ranked result ok, and every
     cell what this pebench computes, by its behavioural fingerprints (pebench.engine.fingerprint), which every result
     carries. A change that moves an encoding's probe or a task's data fails here and names the cells: rebuild them
     (studies/reference/README.md) or the page marks them stale; a change that computes the same passes."""
@@ -230,6 +231,17 @@ def test_shipped_reference_is_whole_and_current():
     from pebench.store.load import point_column
 
     point = point_column(df)
+    # the extension track (issue 88, studies/extension/README.md): runs of their own, set aside from the ranking
+    from pebench.analysis.findings.protocols import TRACK
+
+    second = point.isin(["ext2x", "pose2x", "scaffold0.625"])
+    track, df, point = df[second], df[~second], point[~second]
+    methods = {"ext2x": {"rope", "pi", "ntk", "yarn", "llama3", "longrope", "alibi", "nope", "path", "fire"},
+               "pose2x": {"rope", "yarn"}, "scaffold0.625": {"rope"}}  # fmt: skip
+    cells = track.assign(point=point_column(track)).groupby(["point", "encoding", "task"])
+    assert set(cells.groups) == {(p, e, t) for p, encs in methods.items() for e in encs for t in TRACK}
+    lengths = cells.eval_length.nunique()  # L, F·L, 2F·L; a scaffold run at its task's quick-tier lengths
+    assert (cells.seed.nunique() == 3).all() and (lengths.drop("scaffold0.625") == 3).all() and (lengths >= 3).all()
     assert set(point.unique()) == {"lr0.001", "lr0.003", "d_model256"}
     # the second scale (studies/scale2/README.md): twelve encodings on nine tasks at width 256, one seed, one rate
     wide, df = df[point == "d_model256"], df[point != "d_model256"]
@@ -261,7 +273,8 @@ def test_shipped_reference_is_whole_and_current():
         if e in core or (e in randomized and t in chomsky | added_tasks) or (e in added and t in added_tasks)
     }  # fmt: skip
     with contextlib.closing(sqlite3.connect(f"file:{REFERENCE_FILE}?mode=ro", uri=True)) as db:
-        assert db.execute("select status from runs order by id").fetchall() == [("finished",)] * 8
+        runs = 8 + 2 * len(TRACK) + 1  # the default protocol, the second scale, the track's runs
+        assert db.execute("select status from runs order by id").fetchall() == [("finished",)] * runs
         assert db.execute("select distinct json_extract(config, '$.model.d_model') from results "
                           "where point = 'd_model256'").fetchall() == [(256,)]  # fmt: skip
         assert json.loads(db.execute("select options from runs where id = 8").fetchone()[0])["sweep"] == ["d_model=256"]
