@@ -288,6 +288,9 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="encodings for --tasks (default: nope,sinusoidal,learned,rope,alibi)")
     p.add_argument("--suite-args", default="", metavar="ARGS",
                    help="extra pytest options for --tasks runs, e.g. '--steps 100'")
+    p.add_argument("--diagnostics", nargs="?", const="k_back", metavar="TASK",
+                   help="instead, the mechanism diagnostics' cost per --encoding against a training step, on TASK "
+                        "(default k_back; docs/diagnostics.md)")
     p.set_defaults(func=_bench)
 
 

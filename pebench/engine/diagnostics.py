@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from pebench.engine.evaluation import eval_length, eval_positions
+from pebench.engine.probe import RIDGE, Probe, fit_probe, position_probe, probe_r2
 from pebench.hashing import derive_seed
 from pebench.models import Transformer
 from pebench.models import state as pe_state
@@ -33,13 +34,9 @@ from pebench.models.attention import blocked_causal_attention
 from pebench.models.kernels import AttentionCall
 from pebench.tasks.base import Batch
 
-__all__ = ["QK_KERNELS", "RIDGE", "LayerReadout", "Probe", "Rows", "attended_mass", "attn_entropy", "call_logits",
-           "diagnose", "fit_probe", "local_mass", "logit_range", "position_probe", "probe_r2", "read_layers", "rows_of",
-           "sink_mass"]  # fmt: skip
-
-RIDGE = 1e-3
-"""The ridge constant of :func:`fit_probe`, relative to the mean eigenvalue of the centred Gram matrix (so the same
-for hidden states of any size): λ = RIDGE · tr(X_cᵀX_c) / D."""
+__all__ = ["PROBE_SEQUENCES", "QK_KERNELS", "RIDGE", "LayerReadout", "Probe", "Rows", "attended_mass", "attn_entropy",
+           "call_logits", "diagnose", "first_block", "fit_probe", "local_mass", "logit_range", "position_probe",
+           "probe_r2", "read_layers", "rows_of", "sink_mass"]  # fmt: skip
 
 LOGIT_QUANTILE = 0.99
 """The quantile of |logit| that :func:`logit_range` reports."""
@@ -145,58 +142,6 @@ def logit_range(logits: Tensor, quantile: float = LOGIT_QUANTILE) -> float:
     return float(np.partition(values, rank - 1)[rank - 1])
 
 
-class Probe(NamedTuple):
-    """A linear probe ``ŷ = X w + b`` of absolute position (:func:`fit_probe`), float64."""
-
-    w: Tensor
-    b: Tensor
-
-
-def _flat(hidden: Tensor) -> tuple[Tensor, Tensor]:
-    """Hidden states ``(B, T, D)`` as ``(B·T, D)`` float64 rows and their positions ``0..T-1`` repeated per sequence."""
-    if hidden.dim() != 3:
-        raise ValueError(f"hidden states must be (B, T, D), got {tuple(hidden.shape)}")
-    b, t, d = hidden.shape
-    x = hidden.detach().double().reshape(b * t, d)
-    y = torch.arange(t, dtype=torch.float64, device=hidden.device).repeat(b)
-    return x, y
-
-
-def fit_probe(hidden: Tensor, ridge: float = RIDGE) -> Probe:
-    """The ridge regression of each token's position ``0..T-1`` on its hidden state, closed form in float64 (after
-    Kazemnejad et al. 2023, arXiv:2305.19466, who probe NoPE's hidden states for absolute position).
-
-    With ``X`` the ``(B·T, D)`` hidden states and ``y`` the positions, centred (``X_c``, ``y_c``; the intercept is not
-    penalised): ``w = (X_cᵀX_c + λI)⁻¹ X_cᵀy_c``, ``λ = ridge · tr(X_cᵀX_c) / D``, ``b = ȳ - x̄ᵀw``."""
-    x, y = _flat(hidden)
-    mx, my = x.mean(0), y.mean()
-    xc = x - mx
-    gram = xc.T @ xc
-    lam = ridge * float(gram.trace()) / gram.shape[0] or ridge
-    w = torch.linalg.solve(gram + lam * torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device),
-                           xc.T @ (y - my))  # fmt: skip
-    return Probe(w, my - mx @ w)
-
-
-def probe_r2(probe: Probe, hidden: Tensor) -> float:
-    """The coefficient of determination of ``probe`` on hidden states ``(B, T, D)``, targets their positions
-    ``0..T-1``: ``R² = 1 - Σ(y - ŷ)² / Σ(y - ȳ)²``, ``ȳ`` the mean position at this length. Past the length the probe
-    was fitted at, the targets exceed every position it saw: R² then measures its extrapolation (1 only if the
-    representation keeps counting linearly; it can be negative). NaN for ``T = 1``."""
-    x, y = _flat(hidden)
-    pred = x @ probe.w.to(x.device) + probe.b.to(x.device)
-    total = float((y - y.mean()).square().sum())
-    return 1.0 - float((y - pred).square().sum()) / total if total > 0 else math.nan
-
-
-def position_probe(train_hidden: Tensor, hidden_by_length: Mapping[int, Tensor], ridge: float = RIDGE
-                   ) -> dict[int, float]:  # fmt: skip
-    """R² of the probe fitted on ``train_hidden`` (the training length's hidden states, :func:`fit_probe`) at every
-    length of ``hidden_by_length`` (:func:`probe_r2`); in-sample where those are ``train_hidden`` itself."""
-    probe = fit_probe(train_hidden, ridge)
-    return {length: probe_r2(probe, hidden) for length, hidden in hidden_by_length.items()}
-
-
 QK_KERNELS = frozenset({"fused", "rows", "stick_breaking"})
 """The kernels whose logits are ``scale · q·kᵀ`` plus the encoding's biases (:func:`call_logits`): the built-in ones
 and stick-breaking's, which changes the weights made of those scores, not the scores. A kernel with scores of its own
@@ -263,6 +208,16 @@ def read_layers(model: Transformer, tokens: Tensor, positions: Tensor | None = N
     return LayerReadout(weights, scores, hidden)
 
 
+@torch.no_grad()
+def first_block(model: Transformer, tokens: Tensor, positions: Tensor | None = None,
+                annotations: Mapping[str, Tensor] | None = None) -> Tensor:  # fmt: skip
+    """The residual stream leaving the first block ``(B, T, d_model)``, as :func:`read_layers` reads it, without the
+    other blocks or the weights: what the position probe reads (:func:`diagnose`)."""
+    x, positions = model.hidden_states(tokens, positions, annotations)
+    pe = model.encoding
+    return model.blocks[0](x, positions, pe, pe_state.scratch(pe, positions, x.shape[0]))
+
+
 def _summarise(readout: LayerReadout, window: int) -> dict[str, list[float]]:
     """Each per-layer diagnostic of one length's readout, layer by layer (each layer's rows normalised once)."""
     rows = [rows_of(w) for w in readout.weights]
@@ -302,11 +257,16 @@ def _inputs(model: Transformer, tokens: Tensor, length: int, n: int, seed: int,
     return tokens.to(device), None if positions is None else positions.to(device), notes
 
 
+PROBE_SEQUENCES = 32
+"""The training length's sequences the position probe is fitted and cross-validated on (:func:`diagnose`): 8 folds
+of 4; with fewer the probe fits the sequences' content as much as their positions (:mod:`pebench.engine.probe`)."""
+
+
 @torch.no_grad()
 def diagnose(model: Transformer, tokens_by_length: Mapping[int, Tensor], train_length: int, n_sequences: int = 8,
              positions_by_length: Mapping[int, Tensor] | None = None,
              annotations_by_length: Mapping[int, Mapping[str, Tensor]] | None = None, seed: int = 0,
-             logits: bool = True) -> dict[str, dict[int, Any]]:  # fmt: skip
+             logits: bool = True, probe_sequences: int = PROBE_SEQUENCES) -> dict[str, dict[int, Any]]:  # fmt: skip
     """Every diagnostic of ``model`` at every length of ``tokens_by_length`` (length -> ``(B, T)`` tokens, of which the
     first ``n_sequences`` run), the encoding told each evaluation length as in evaluation
     (:func:`pebench.engine.evaluation.eval_length`), without gradients, in eval mode (the model's mode restored).
@@ -315,11 +275,12 @@ def diagnose(model: Transformer, tokens_by_length: Mapping[int, Tensor], train_l
     length's sequences), ``sink_mass``, ``attended_mass``, ``logit_range`` (with ``logits``; NaN for a kernel outside
     :data:`QK_KERNELS`) as the mean over layers, each also per layer under ``<metric>_by_layer`` ({length: [layer 0,
     layer 1, ...]}); ``logit_range_ratio``, the mean over layers divided by the training length's (per layer:
-    ``logit_range_ratio_by_layer``); ``position_r2``, the probe fitted on the first block's output
-    (:func:`position_probe`) of the first half (rounded up) of the training length's sequences, its R² at the
-    training length on the other half (held out; in-sample when only one sequence runs), at every other length on
-    all its sequences. Cost: one forward pass per length plus, per layer, the attention once more for its weights and
-    once more for its logits (docs/diagnostics.md, "Cost")."""
+    ``logit_range_ratio_by_layer``); ``position_r2``, the position probe of the first block's output
+    (:func:`~pebench.engine.probe.position_probe`): fitted on the first ``probe_sequences`` of the training length's
+    sequences (as many as there are, if fewer), its constant chosen by cross-validation over them and its R² there
+    cross-validated, at every other length its R² on the first ``n_sequences``. Cost: one forward pass per length
+    plus, per layer, the attention once more for its weights and once more for its logits, and the first block on the
+    probe's sequences (docs/diagnostics.md, "Cost")."""
     if train_length not in tokens_by_length:
         raise ValueError(f"tokens_by_length has no sequences at the training length {train_length}")
     window = tokens_by_length[train_length].shape[1]
@@ -335,17 +296,26 @@ def diagnose(model: Transformer, tokens_by_length: Mapping[int, Tensor], train_l
                 readout = read_layers(model, tokens, positions, notes, logits)
             per_layer[length] = _summarise(readout, window)
             hidden[length] = readout.hidden
+        fit = _probe_hidden(model, tokens_by_length[train_length], train_length, n_sequences, probe_sequences, seed,
+                            positions_by_length, annotations_by_length, hidden[train_length])  # fmt: skip
     finally:
         model.train(was_training)
-    fit, held = _split(hidden[train_length])
-    return _collect(per_layer, position_probe(fit, {**hidden, train_length: held}), train_length)
+    return _collect(per_layer, position_probe(fit, hidden), train_length)
 
 
-def _split(hidden: Tensor) -> tuple[Tensor, Tensor]:
-    """The training length's hidden states as (the first half rounded up, to fit the probe; the rest, to score it);
-    one sequence: (it, it)."""
-    half = (hidden.shape[0] + 1) // 2
-    return (hidden, hidden) if hidden.shape[0] < 2 else (hidden[:half], hidden[half:])
+def _probe_hidden(model: Transformer, tokens: Tensor, train_length: int, n_sequences: int, probe_sequences: int,
+                  seed: int, positions_by_length: Mapping[int, Tensor] | None,
+                  annotations_by_length: Mapping[int, Mapping[str, Tensor]] | None, read: Tensor
+                  ) -> Tensor:  # fmt: skip
+    """The first block's output on the training length's first ``probe_sequences`` sequences: ``read`` (those of
+    :func:`read_layers`) when they are no more than ``n_sequences``, else :func:`first_block` on them."""
+    n = min(probe_sequences, tokens.shape[0])
+    if n <= min(n_sequences, tokens.shape[0]):
+        return read[:n]
+    tokens, positions, notes = _inputs(model, tokens, train_length, n, seed, positions_by_length,
+                                       annotations_by_length)  # fmt: skip
+    with eval_length(model, train_length, train_length):
+        return first_block(model, tokens, positions, notes)
 
 
 def _collect(per_layer: dict[int, dict[str, list[float]]], r2: dict[int, float], train_length: int
@@ -372,24 +342,27 @@ SEQUENCES = 8
 """Evaluation sequences a case's diagnostics read at each length."""
 
 
-def case_diagnostics(model: Transformer, task: Any, length: int, seed: int, n_sequences: int = SEQUENCES
-                     ) -> dict[str, Any]:  # fmt: skip
+def case_diagnostics(model: Transformer, task: Any, length: int, seed: int, n_sequences: int = SEQUENCES,
+                     probe_sequences: int = PROBE_SEQUENCES) -> dict[str, Any]:  # fmt: skip
     """The diagnostics of one evaluated case at its ``length``, as stored in its result's metrics: each of
     :data:`DIAGNOSTICS` (``position_probe``: :func:`diagnose`'s ``position_r2``), their per-layer values under
-    ``diagnostics_by_layer``, from ``n_sequences`` sequences of the task's first evaluation split at the training
-    length and at ``length`` drawn from generators seeded from (seed, "diagnostics", task, length). ``local_mass`` at
-    a length up to the training length, where no row sees a key beyond the window, is 1 (every key is within it)."""
+    ``diagnostics_by_layer``, from ``n_sequences`` sequences of the task's first evaluation split at ``length`` and
+    ``max(n_sequences, probe_sequences)`` at the training length (the probe's, :func:`diagnose`), drawn from
+    generators seeded from (seed, "diagnostics", task, length). ``local_mass`` at a length up to the training length,
+    where no row sees a key beyond the window, is 1 (every key is within it)."""
     train = task.train_length
     tokens, positions, notes = {}, {}, {}
     for n in sorted({train, length}):
         gen = torch.Generator().manual_seed(derive_seed(seed, "diagnostics", task.name, n))
-        batch = next(iter(task.eval_batches(n, n_sequences, gen, task.eval_splits[0], n_sequences)))
+        count = max(n_sequences, probe_sequences) if n == train else n_sequences
+        batch = next(iter(task.eval_batches(n, count, gen, task.eval_splits[0], count)))
         tokens[n] = batch.inputs
         if batch.positions is not None:
             positions[n] = batch.positions
         if batch.annotations is not None:
             notes[n] = batch.annotations
-    found = diagnose(model, tokens, train, n_sequences, positions or None, notes or None, seed)
+    found = diagnose(model, tokens, train, n_sequences, positions or None, notes or None, seed,
+                     probe_sequences=probe_sequences)
     out: dict[str, Any] = {}
     by_layer: dict[str, Any] = {}
     for name in DIAGNOSTICS:

@@ -13,6 +13,7 @@ from pebench import encodings
 from pebench.encodings import EncodingContext
 from pebench.encodings.stick_breaking import stick_breaking_weights
 from pebench.engine import diagnostics as dg
+from pebench.engine.probe import cross_validated
 from pebench.models import ModelConfig, Transformer
 
 B, H, T = 2, 3, 20
@@ -174,6 +175,50 @@ def test_the_probe_is_closed_form_ridge() -> None:
         dg.fit_probe(hidden[0])
 
 
+def test_cross_validation_takes_a_probe_of_content_alone_to_about_zero() -> None:
+    """Hidden states of pure content (no position), as many features as a few sequences have tokens: least squares
+    fits the positions in-sample and misses them far on held-out sequences; the chosen constant predicts about the
+    mean (R² about 0, not decodable), among the largest of the grid."""
+    hidden = torch.randn(8, 16, 96, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    assert dg.probe_r2(dg.fit_probe(hidden), hidden) > 0.5  # in-sample: the content fits the positions
+    ridge, r2 = cross_validated(hidden, ridges=(1e-3,))
+    assert r2 < -0.5  # held out: it does not
+    ridge, r2 = cross_validated(hidden)
+    assert ridge >= 10 and abs(r2) < 0.05  # of the largest constants (10 to 1000 times the mean eigenvalue)
+
+
+def test_cross_validation_keeps_a_decodable_position_near_one() -> None:
+    """Position linear in the hidden states beside as many features of noise: the held-out R² stays near 1 with a
+    small constant, and every other length is scored by the probe fitted on all sequences with it."""
+    gen = torch.Generator().manual_seed(5)
+    noise = lambda b, t: torch.randn(b, t, 24, dtype=torch.float64, generator=gen)  # noqa: E731
+    with_position = lambda b, t: torch.cat([linear_hidden(t, batch=b), noise(b, t)], -1)  # noqa: E731
+    hidden = with_position(8, 16)
+    ridge, r2 = cross_validated(hidden)
+    assert ridge <= 1e-2 and r2 > 0.99
+    out = dg.position_probe(hidden, {32: with_position(2, 32)})
+    assert out[16] == r2 and out[32] == pytest.approx(dg.probe_r2(dg.fit_probe(hidden, ridge), with_position(2, 32)),
+                                                      abs=0.02)  # fmt: skip
+    assert out[32] > 0.95
+
+
+def test_cross_validation_holds_out_whole_sequences_in_contiguous_folds() -> None:
+    """Folds are whole sequences (min(folds, B) contiguous groups): R²_cv is the pooled out-of-fold R² of probes fitted
+    on the other groups."""
+    hidden = torch.randn(6, 10, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    groups = [[0, 1], [2, 3], [4, 5]]
+    preds = []
+    for g in groups:
+        probe = dg.fit_probe(hidden[[i for i in range(6) if i not in g]], 0.1)
+        x = hidden[g].reshape(-1, 4)
+        preds.append(x @ probe.w + probe.b)
+    y = torch.arange(10, dtype=torch.float64).repeat(6)
+    expected = 1 - float((y - torch.cat(preds)).square().sum() / (y - y.mean()).square().sum())
+    assert cross_validated(hidden, ridges=(0.1,), folds=3) == (0.1, pytest.approx(expected, rel=1e-9))
+    with pytest.raises(ValueError, match="at least 2 sequences"):
+        cross_validated(hidden[:1])
+
+
 # -- diagnose on a model -------------------------------------------------------------------------------------------
 
 VOCAB, D, LAYERS, HEADS, TRAIN = 11, 32, 2, 2, 24
@@ -264,12 +309,23 @@ def test_diagnose_never_changes_a_score(name: str) -> None:
     assert torch.equal(before, after)
 
 
+def test_first_block_is_the_hidden_state_read_layers_reads() -> None:
+    model = make_model("rope")
+    tokens = sequences(3)[TRAIN]
+    assert torch.equal(dg.first_block(model, tokens), dg.read_layers(model, tokens, logits=False).hidden)
+
+
 def test_diagnose_runs_only_the_first_sequences_and_needs_the_training_length() -> None:
     model = make_model("rope")
     data = sequences(4)
     few = dg.diagnose(model, {n: t[:2] for n, t in data.items()}, TRAIN, n_sequences=8, logits=False)
-    assert _nan_equal(few, dg.diagnose(model, data, TRAIN, n_sequences=2, logits=False))
+    assert _nan_equal(few, dg.diagnose(model, data, TRAIN, n_sequences=2, logits=False, probe_sequences=2))
     assert "logit_range" not in few
+    # the probe reads the training length's first probe_sequences, the attention diagnostics the first n_sequences
+    wide = dg.diagnose(model, data, TRAIN, n_sequences=2, logits=False)
+    assert wide["position_r2"] != few["position_r2"]
+    assert _nan_equal({k: v for k, v in wide.items() if k != "position_r2"},
+                      {k: v for k, v in few.items() if k != "position_r2"})  # fmt: skip
     with pytest.raises(ValueError, match="training length 99"):
         dg.diagnose(model, data, 99)
 

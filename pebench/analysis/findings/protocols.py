@@ -143,8 +143,9 @@ PROBE = Finding(
     "arXiv:2305.19466, Sec. 5 (NoPE can represent absolute positions)",
     claim="A learned absolute table gives positions past the training length rows it never trained, while NoPE "
     "learns to represent position from the causal mask. Tested on k_back with the linear probe of absolute position "
-    "on the first block's output (position_probe, R² of the probe fitted at the training length): learned's R² at 2x "
-    "at most 0 (no better than predicting the mean), NoPE's at the training length at least 0.5.",
+    "on the first block's output (position_probe, R² of the probe fitted at the training length, cross-validated "
+    "over sequences there): learned's R² at 2x at most 0 (no better than predicting the mean), NoPE's at the "
+    "training length at least 0.5.",
     checks=(diagnostic("position_probe", "learned", MECHANISM_TASK, 2) <= 0.0,
             diagnostic("position_probe", "nope", MECHANISM_TASK, 1) >= 0.5),  # fmt: skip
 )
