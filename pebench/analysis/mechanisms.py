@@ -12,13 +12,29 @@ if TYPE_CHECKING:  # the terminal's summary imports this module, and pandas only
     import pandas as pd
 
 
-def moved(name: str, start: float, end: float) -> float:
-    """How far diagnostic ``name`` moved from ``start`` to ``end``, in units of its scale: a share or a normalised
-    entropy on [0, 1] by its change; the position probe's R² by its change clipped to [-1, 1], over 2; the logit
-    range's ratio by |log2(end / start)| over 2 (4 times the training length's range moves as far as a share from 0 to
-    1)."""
+def mean_position_r2(multiple: float) -> float:
+    """The R² at ``multiple`` times the training length of the probe that predicts the training positions' mean
+    everywhere, for a long training length: positions ``0..kL-1`` predicted as ``(L-1)/2`` give
+    ``-3(kL-L)²/(k²L²-1)``, which tends to ``-3(k-1)²/k²`` (0 at 1x, -0.75 at 2x, -1.69 at 4x)."""
+    return -3.0 * (multiple - 1.0) ** 2 / multiple**2
+
+
+def probe_skill(r2: float, multiple: float) -> float:
+    """The position probe's R² at ``multiple`` times the training length as its skill over the mean predictor
+    (:func:`mean_position_r2`) on [0, 1]: ``(R² - B_k) / (1 - B_k)`` clipped; at 1x the R² itself, clipped. Past the
+    training length every probe fitted there misses the positions it never saw (one predicting the mean scores
+    -1.69 at 4x), so the R² alone would fall far for every encoding."""
+    base = mean_position_r2(multiple)
+    return max(0.0, min(1.0, (r2 - base) / (1.0 - base)))
+
+
+def moved(name: str, start: float, end: float, multiple: float) -> float:
+    """How far diagnostic ``name`` moved from ``start`` (at the training length) to ``end`` (at ``multiple`` times
+    it), in units of its scale: a share or a normalised entropy on [0, 1] by its change; the position probe by the
+    change of its skill over the mean predictor (:func:`probe_skill`, on [0, 1]); the logit range's ratio by
+    |log2(end / start)| over 2 (4 times the training length's range moves as far as a share from 0 to 1)."""
     if name == "position_probe":
-        return abs(max(-1.0, min(1.0, end)) - max(-1.0, min(1.0, start))) / 2
+        return abs(probe_skill(end, multiple) - probe_skill(start, 1.0))
     if name == "logit_range_ratio":
         return abs(math.log2(end / start)) / 2 if start > 0 and end > 0 else 0.0
     return abs(end - start)

@@ -67,7 +67,8 @@ def sparkline(values: list[float | None], low: float, high: float, label: str) -
 
 def _means(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[int, float]]]:
     """encoding -> column -> multiple -> the mean over the tasks that have the column at 1x and 4x (per task, the
-    mean over seeds)."""
+    mean over seeds), of the tasks whose results store a diagnostic at 1x and 4x: the score beside the diagnostics
+    is that of the same cells."""
     per_task: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         train, length = int(row["train_length"]), int(row["eval_length"])
@@ -77,9 +78,10 @@ def _means(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[int, float]]]
             value = _value(row, name)
             if value is not None:
                 per_task[(str(row["encoding"]), name, str(row["task"]))][length // train].append(value)
+    diagnosed = {(enc, task) for (enc, name, task), by in per_task.items() if name != "score" and 1 in by and 4 in by}
     out: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for (enc, name, _task), by_multiple in per_task.items():
-        if 1 in by_multiple and 4 in by_multiple:
+    for (enc, name, task), by_multiple in per_task.items():
+        if 1 in by_multiple and 4 in by_multiple and (enc, task) in diagnosed:
             for m, values in by_multiple.items():
                 out[enc][name][m].append(sum(values) / len(values))
     return {enc: {name: {m: sum(v) / len(v) for m, v in ms.items()} for name, ms in cols.items()}
@@ -106,7 +108,7 @@ def why_view(sel: pd.DataFrame, order: list[str], measured: pd.DataFrame | None 
             label = f"{enc}, {header} at 1x, 2x, 4x: " + ", ".join("–" if v is None else f"{v:.2f}" for v in shown)
             cells.append({"name": name, "svg": sparkline(values, low, high, label), "text": text})
             if name != "score":
-                moves.append((moved(name, shown[0], shown[-1]), name))
+                moves.append((moved(name, shown[0], shown[-1], MULTIPLES[-1] / MULTIPLES[0]), name))
         most = max(moves)[1] if moves else ""
         for cell in cells:
             cell["most"] = cell["name"] == most

@@ -191,7 +191,7 @@ def why_lines(records: Iterable[ResultRecord]) -> list[str]:
                 if train_length in ends and longest in ends:
                     a, b = (sum(ends[n]) / len(ends[n]) for n in (train_length, longest))
                     text = f"{short} x{b:.2f}" if name == "logit_range_ratio" else f"{short} {a:.2f}->{b:.2f}"
-                    moves.append((moved(name, a, b), text))
+                    moves.append((moved(name, a, b, longest / train_length), text))
             moves.sort(key=lambda m: -m[0])
             if moves:
                 lines.append(f"  {enc:<{width}}  " + "  ".join(t + ("*" if i == 0 else "") for i, (_, t)

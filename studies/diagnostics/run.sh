@@ -9,7 +9,7 @@
 # reproduce their scores bit for bit (studies/diagnostics/attach.py, which attaches where it does, found none).
 #
 #   bash studies/diagnostics/run.sh 1/2 & bash studies/diagnostics/run.sh 2/2      # one shard a core, resumable
-#   pebench merge --slim studies/diagnostics/run_1.db studies/diagnostics/run_2.db -o pebench/data/reference.db
+#   bash studies/diagnostics/finish.sh       # then: into the shipped reference, checked, the page rendered again
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 shard="${1:-1/1}"

@@ -38,6 +38,10 @@ def test_a_diagnostics_run_is_read_by_the_why_section_and_never_ranked(run_suite
     table = pebench_cli("table", "--db", db, "--run", "all", "--format", "csv")
     assert table.returncode == 0, table.stderr
     assert sorted(line.split(",")[3] for line in table.stdout.splitlines()[1:]) == ["alibi", "rope"]
+    findings = pebench_cli("findings", "--db", db, "--run", "all")
+    assert findings.returncode == 0, findings.stderr
+    assert "(the mechanism claims read the diagnostics of run(s) 2, a diagnostics run," in findings.stdout
+    assert "diagnostics run" not in pebench_cli("findings", "--db", db, "--run", "1").stdout
     stale = pebench_cli("results", "--db", db, "--stale")
     assert "0 stale cell(s)" in stale.stdout, stale.stdout
     # as a reference, the database gives its ranked cells only

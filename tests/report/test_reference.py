@@ -212,8 +212,8 @@ def test_reference_errors_are_one_line(run_suite, tiny, tmp_path, capsys, monkey
 def test_shipped_reference_is_whole_and_current():
     """The reference that ships with pebench (issue 29 item 5): eight finished runs holding every registered encoding
     on every task it applies to at both learning rates, the three-seed cells below, the second model scale (run 8,
-    issue 69) and the extension track (runs 9 on: each task's --extend and --pose runs, then the scaffold run; issue
-    88) beside them, every ranked result ok, and every
+    issue 69), the extension track (runs 9 to 25: each task's --extend and --pose runs, then the scaffold run; issue
+    88) and the diagnostics run (run 26, issue 89) beside them, every ranked result ok, and every
     cell what this pebench computes, by its behavioural fingerprints (pebench.engine.fingerprint), which every result
     carries. A change that moves an encoding's probe or a task's data fails here and names the cells: rebuild them
     (studies/reference/README.md) or the page marks them stale; a change that computes the same passes."""
@@ -228,6 +228,8 @@ def test_shipped_reference_is_whole_and_current():
     assert (df.encoding_fingerprint != "").all() and (df.task_fingerprint != "").all()
     assert stale_in(engine) == ([], 1519)
     engine.dispose()
+    _the_diagnostics_run_is_whole(df)
+    df = df[df.run_id != DIAGNOSTICS_RUN]
     from pebench.store.load import point_column
 
     point = point_column(df)
@@ -273,8 +275,38 @@ def test_shipped_reference_is_whole_and_current():
         if e in core or (e in randomized and t in chomsky | added_tasks) or (e in added and t in added_tasks)
     }  # fmt: skip
     with contextlib.closing(sqlite3.connect(f"file:{REFERENCE_FILE}?mode=ro", uri=True)) as db:
-        runs = 8 + 2 * len(TRACK) + 1  # the default protocol, the second scale, the track's runs
+        runs = 8 + 2 * len(TRACK) + 1 + 1  # the default protocol, the second scale, the track's, the diagnostics run
         assert db.execute("select status from runs order by id").fetchall() == [("finished",)] * runs
         assert db.execute("select distinct json_extract(config, '$.model.d_model') from results "
                           "where point = 'd_model256'").fetchall() == [(256,)]  # fmt: skip
         assert json.loads(db.execute("select options from runs where id = 8").fetchone()[0])["sweep"] == ["d_model=256"]
+
+
+DIAGNOSTICS_RUN = 26
+DIAGNOSED_ENCODINGS = {"nope", "sinusoidal", "learned", "rope", "alibi", "ssmax_nope", "path", "selective", "kerple",
+                       "cope", "fire", "stick_breaking"}  # fmt: skip
+DIAGNOSED_TASKS = {"k_back", "lm", "copy", "reverse", "sort", "assoc_recall", "modular_sum", "add_nocarry"}
+
+
+def _the_diagnostics_run_is_whole(df: pd.DataFrame) -> None:
+    """The shipped reference's diagnostics run (issue 89, studies/diagnostics/run.sh): marked as one, twelve encodings
+    (the core five, the leaders, ssmax_nope) on eight tasks, seed 0, one rate, every result ok and carrying every
+    diagnostic at every length (the logit range null for PaTH alone, whose kernel has scores of its own)."""
+    from pebench.analysis.page_data import diagnostics_run
+    from pebench.analysis.reference import REFERENCE_FILE
+    from pebench.engine.diagnostics import DIAGNOSTICS
+
+    with contextlib.closing(sqlite3.connect(f"file:{REFERENCE_FILE}?mode=ro", uri=True)) as db:
+        options = {rid: json.loads(o or "{}") for rid, o in db.execute("select id, options from runs")}
+        metrics = [(e, json.loads(m)) for e, m in db.execute("select encoding, metrics from results where run_id = ?",
+                                                              (DIAGNOSTICS_RUN,))]  # fmt: skip
+    assert {rid for rid, o in options.items() if diagnostics_run(o)} == {DIAGNOSTICS_RUN}
+    run = df[df.run_id == DIAGNOSTICS_RUN]
+    assert set(zip(run.encoding, run.task, strict=True)) == {(e, t) for e in DIAGNOSED_ENCODINGS
+                                                             for t in DIAGNOSED_TASKS}  # fmt: skip
+    assert set(run.seed) == {0} and (run.status == "ok").all()
+    assert (run.groupby(["encoding", "task"]).eval_length.nunique() >= 3).all()
+    assert len(metrics) == len(run)
+    for encoding, m in metrics:
+        missing = {name for name in DIAGNOSTICS if m.get(name) is None}
+        assert missing == ({"logit_range", "logit_range_ratio"} if encoding == "path" else set()), (encoding, missing)

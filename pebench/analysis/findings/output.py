@@ -4,7 +4,8 @@ their two forms, the terminal table (:func:`render`) and JSON (:func:`to_dict`).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -92,6 +93,8 @@ class FindingsReport:
     run: int | str
     runs: list[int]
     results: list[FindingResult]
+    diagnostics_runs: list[int] = field(default_factory=list)
+    """The diagnostics runs (``--diagnostics-run``) whose rows the mechanism claims read, with ``--run all``."""
 
     def counts(self) -> Counter[str]:
         return Counter(r.verdict for r in self.results)
@@ -108,6 +111,7 @@ def run_findings(db_url: str, run: int | str | None = "latest", point: str | Non
     chosen rate: :func:`pebench.analysis.lr.at_chosen_rates`)."""
     choice = check_run(run)
     df, runs, measured = _load_run(db_url, choice)
+    report = partial(FindingsReport, diagnostics_runs=sorted({int(r) for r in measured.get("run_id", [])}))
     if choice == "all" and point is None and "run_options" in df:  # a larger model is compared, never ranked here
         sized = df["run_options"].map(size_sweep).astype(bool)
         if sized.any() and not sized.all():
@@ -120,10 +124,10 @@ def run_findings(db_url: str, run: int | str | None = "latest", point: str | Non
             chosen = lr.at_chosen_rates(db_url, first)
         except PebenchError as err:
             raise FindingsError(str(err)) from None
-        return FindingsReport(db_url, choice, runs, evaluate_all(pd.concat([chosen, later]), measured))
+        return report(db_url, choice, runs, evaluate_all(pd.concat([chosen, later]), measured))
     if point is None and not df.empty:
-        return FindingsReport(db_url, choice, runs, evaluate_all(pd.concat([one_point(first, None), later]), measured))
-    return FindingsReport(db_url, choice, runs, evaluate_all(one_point(df, point), measured))
+        return report(db_url, choice, runs, evaluate_all(pd.concat([one_point(first, None), later]), measured))
+    return report(db_url, choice, runs, evaluate_all(one_point(df, point), measured))
 
 
 # -- text ------------------------------------------------------------------------------------------------------------
@@ -159,6 +163,10 @@ def verdict_text(r: FindingResult) -> str:
     return r.verdict + (" (within noise)" if r.within_noise else "")
 
 
+def _listed(runs: list[int]) -> str:
+    return ", ".join(str(r) for r in runs)
+
+
 def render(report: FindingsReport) -> str:
     counts = report.counts()
     runs = ", ".join(str(r) for r in report.runs) or "none"
@@ -169,6 +177,9 @@ def render(report: FindingsReport) -> str:
         "(verdicts on the means over seeds; [low, high]: 95% BCa bootstrap interval over seeds; a check marked ~ is "
         "within noise: values inside the intervals give the other answer; see docs/findings.md)",
     ]
+    if report.diagnostics_runs:
+        lines.append(f"(the mechanism claims read the diagnostics of run(s) {_listed(report.diagnostics_runs)}, a "
+                     "diagnostics run, for the cells whose results above store none; docs/diagnostics.md)")
     for r in report.results:
         n = len(r.seeds)
         seeds = f"{n} seed{'s' if n != 1 else ''}" if n else "no results"
@@ -221,6 +232,7 @@ def to_dict(report: FindingsReport) -> dict[str, Any]:
         "db": safe_url(report.db_url),
         "run": report.run,
         "runs": report.runs,
+        "diagnostics_runs": report.diagnostics_runs,
         "counts": {v: report.counts()[v] for v in (HOLDS, FAILS, NOT_RUN)},
         "findings": [result_dict(r) for r in report.results],
     }
