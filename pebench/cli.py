@@ -269,17 +269,18 @@ def _add_suite_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """``bench``: the speed benchmark (:mod:`pebench.bench`); the studies behind the defaults are in ``studies/``."""
+    from pebench.bench import count
     from pebench.engine.settings import add_flags, dests
 
     p = sub.add_parser("bench", help="training-step throughput of the model vs Hugging Face LlamaForCausalLM")
-    p.add_argument("--seq", type=int, nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
+    p.add_argument("--seq", type=count(1), nargs="+", default=[64, 256], help="sequence lengths (default 64 256)")
     add_flags(p.add_argument, dests("sizes"))
-    p.add_argument("--vocab", type=int, default=64)
+    p.add_argument("--vocab", type=count(2), default=64)
     p.add_argument("--encoding", default="rope",
                    help="encoding(s) of the pebench model, comma-separated or 'all' (default rope, as LLaMA)")
-    p.add_argument("--timed-steps", type=int, default=10, help="timed steps per measurement (default 10)")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--repeats", type=int, default=3, help="alternating repeats; the best of each is reported")
+    p.add_argument("--timed-steps", type=count(1), default=10, help="timed steps per measurement (default 10)")
+    p.add_argument("--warmup", type=count(0), default=3)
+    p.add_argument("--repeats", type=count(1), default=3, help="alternating repeats; the best of each is reported")
     add_flags(p.add_argument, ["device"], device={"default": "cpu", "help": "cpu (default), cuda, cuda:N, mps or auto"})
     p.add_argument("--quick-tier", action="store_true", help="also time the core quick tier (5 encodings x 4 tasks)")
     p.add_argument("--tasks", metavar="T1,T2|all",

@@ -11,6 +11,22 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Callable
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum`` (steps, repeats, lengths), else a one-line error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return value
+
+    return parse
 
 
 def main(args: argparse.Namespace) -> int:

@@ -144,3 +144,18 @@ def test_bench_diagnostics_times_a_real_model_and_names_the_valid_tasks(capsys):
     assert main(["bench", "--diagnostics", "nosuch"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pebench: error: unknown task 'nosuch'; valid tasks: ") and "\n" not in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--repeats", "0"], "argument --repeats: 0 is below 1"),
+    (["--timed-steps", "x"], "argument --timed-steps: 'x' is not a whole number"),
+    (["--seq", "16", "0"], "argument --seq: 0 is below 1"),
+    (["--warmup", "-1"], "argument --warmup: -1 is below 0"),
+])  # fmt: skip
+def test_bench_counts_below_their_minimum_are_one_line_errors(args, message, capsys):
+    """Before, ``--repeats 0`` printed an empty table (or, with --diagnostics, a traceback)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--diagnostics", *args])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "Traceback" not in err
