@@ -53,14 +53,18 @@ def _flat(hidden: Tensor) -> tuple[Tensor, Tensor]:
     return x, y
 
 
+def _lambda(gram: Tensor, ridge: float) -> float:
+    """``λ = ridge · tr(X_cᵀX_c) / D`` (``ridge`` itself when the trace is 0)."""
+    return ridge * float(gram.trace()) / gram.shape[0] or ridge
+
+
 def _solve(x: Tensor, y: Tensor, ridge: float) -> Probe:
     """Ridge regression of ``y`` on the rows ``x``, the intercept unpenalised (:func:`fit_probe`'s formula)."""
     mx, my = x.mean(0), y.mean()
     xc = x - mx
     gram = xc.T @ xc
-    lam = ridge * float(gram.trace()) / gram.shape[0] or ridge
-    w = torch.linalg.solve(gram + lam * torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device),
-                           xc.T @ (y - my))  # fmt: skip
+    eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+    w = torch.linalg.solve(gram + _lambda(gram, ridge) * eye, xc.T @ (y - my))
     return Probe(w, my - mx @ w)
 
 
@@ -101,8 +105,9 @@ class _Moments(NamedTuple):
     def of(cls, x: Tensor, y: Tensor) -> _Moments:
         return cls(x.shape[0], x.sum(0), y.sum(), x.T @ x, x.T @ y)
 
-    def __sub__(self, other: tuple) -> _Moments:  # type: ignore[override]
-        return _Moments(*(a - b for a, b in zip(self, other, strict=True)))
+    def without(self, part: _Moments) -> _Moments:
+        """The sums over these rows less ``part``'s (a subset of them)."""
+        return _Moments(*(a - b for a, b in zip(self, part, strict=True)))
 
     def probes(self, ridges: Sequence[float]) -> list[Probe]:
         """:func:`fit_probe`'s probe of these rows at each constant: the centred Gram matrix
@@ -111,10 +116,9 @@ class _Moments(NamedTuple):
         gram = self.sxx - self.n * torch.outer(mx, mx)
         evals, vecs = torch.linalg.eigh(gram)
         vc = vecs.T @ (self.sxy - self.n * mx * my)
-        scale = float(gram.trace()) / gram.shape[0]
         out = []
         for ridge in ridges:
-            w = vecs @ (vc / (evals + (ridge * scale or ridge)))
+            w = vecs @ (vc / (evals + _lambda(gram, ridge)))
             out.append(Probe(w, my - mx @ w))
         return out
 
@@ -132,12 +136,10 @@ def cross_validated(hidden: Tensor, ridges: Sequence[float] = RIDGES, folds: int
     group = torch.arange(b) * k // b
     parts = [_flat(hidden[group == g]) for g in range(k)]
     moments = [_Moments.of(x, y) for x, y in parts]
-    total = moments[0]
-    for m in moments[1:]:
-        total = _Moments(*(a + c for a, c in zip(total, m, strict=True)))
+    total = _Moments(*(sum(field) for field in zip(*moments, strict=True)))
     preds: list[list[Tensor]] = [[] for _ in ridges]
     for (x_out, _), m in zip(parts, moments, strict=True):
-        for i, probe in enumerate((total - m).probes(ridges)):
+        for i, probe in enumerate(total.without(m).probes(ridges)):
             preds[i].append(x_out @ probe.w + probe.b)
     y = torch.cat([part[1] for part in parts])
     scores = [_r2(y, torch.cat(p)) for p in preds]
